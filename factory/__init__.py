@@ -1,0 +1,1 @@
+"""The factory: drives a teacher and stores every record, accepted or not."""

@@ -1,0 +1,65 @@
+"""The record: small, typed and immutable. Verdicts sit beside it, not inside it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mashbill.specs import canonical_json
+
+Status = Literal["accepted", "rejected", "failed"]
+Severity = Literal["reject", "penalty", "flag"]
+
+
+def record_id(spec_hash: str, inputs: dict) -> str:
+    return hashlib.sha256(f"{spec_hash}\n{canonical_json(inputs)}".encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    code: str  # stable reason code, e.g. "PARSE001"
+    severity: Severity
+    detail: str = ""
+    stage: str = "generate"
+
+
+@dataclass(frozen=True, slots=True)
+class SpecRef:
+    name: str
+    version: int
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    id: str
+    kind: str
+    input: dict
+    output: Any  # the parsed output; None only when the raw text did not parse (then a PARSE verdict exists)
+    raw: str | None
+    spec: SpecRef
+    status: Status
+    messages: tuple[dict, ...]  # the training example's prompt, without the target
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def training_messages(self) -> list[dict]:
+        """The full training example: the student's prompt plus the teacher's answer as the target."""
+        target = canonical_json(self.output) if self.output is not None else (self.raw or "")
+        return [*self.messages, {"role": "assistant", "content": target}]
+
+
+@dataclass(frozen=True, slots=True)
+class TeacherCall:
+    record_id: str
+    payload_hash: str
+    attempt: int
+    backend: str
+    model: str
+    latency_s: float
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    error: str | None = None

@@ -1,0 +1,6 @@
+"""The `mashbill` command line."""
+import click
+
+@click.group()
+def main():
+    """Mashbill."""

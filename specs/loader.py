@@ -1,0 +1,251 @@
+"""Load a spec, resolve every file it references, validate them, and compute its content hash."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+
+from mashbill.errors import SpecError
+from mashbill.specs.catalog import render_catalog
+from mashbill.specs.model import PLACEHOLDER_RE, PromptFile, Spec, TaxonomyFile, ToolCatalogFile
+from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
+
+LIBRARY = Path(__file__).resolve().parent / "library"
+RUNTIME_VARS = {"query", "lang", "framing", "taxonomy", "tool_catalog", "output_schema"}
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """A spec with every reference loaded. `hash` covers content, never runtime knobs or absolute paths."""
+
+    spec: Spec
+    path: Path
+    prompt_file: PromptFile
+    taxonomy: TaxonomyFile | None
+    catalog: ToolCatalogFile | None
+    output_schema: dict
+    seeds: tuple[dict, ...]
+    files: dict[str, str]  # role -> sha256 of the referenced file's bytes
+    file_paths: dict[str, Path] = field(default_factory=dict)
+    hash: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def ref(self) -> str:
+        return self.spec.ref
+
+    @cached_property
+    def tool_catalog_text(self) -> str:
+        return render_catalog(self.catalog) if self.catalog else ""
+
+    def canonical(self) -> dict:
+        return {"spec": self.spec.model_dump(mode="json", exclude={"runtime"}), "files": self.files}
+
+
+def _resolve(spec_path: Path, rel: str, lines, field_path: tuple) -> Path:
+    p = (spec_path.parent / rel).resolve()
+    if not p.is_file():
+        raise SpecError(str(spec_path), f"referenced file not found: {rel} (looked at {p})",
+                        line=line_for(lines, field_path), field=".".join(map(str, field_path)))
+    return p
+
+
+def _load_model(path: Path, model: type[BaseModel]):
+    data, lines = load_yaml(path)
+    if not isinstance(data, dict):
+        raise SpecError(str(path), f"expected a mapping at the top level, found {type(data).__name__}", line=1)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise_validation_error(path, exc, lines)
+
+
+def load_taxonomy(path: Path) -> TaxonomyFile:
+    return _load_model(path, TaxonomyFile)
+
+
+def load_catalog(path: Path) -> ToolCatalogFile:
+    catalog = _load_model(path, ToolCatalogFile)
+    data, lines = load_yaml(path)
+    for name, tool in catalog.tools.items():
+        try:
+            cls = jsonschema.validators.validator_for(tool.args)
+            cls.check_schema(tool.args)
+            cls(tool.args).validate(tool.example)
+        except jsonschema.SchemaError as exc:
+            raise SpecError(str(path), f"invalid JSON Schema for arguments: {exc.message}",
+                            line=line_for(lines, ("tools", name, "args")), field=f"tools.{name}.args") from None
+        except jsonschema.ValidationError as exc:
+            raise SpecError(str(path), f"example does not match the tool's argument schema: {exc.message}",
+                            line=line_for(lines, ("tools", name, "example")), field=f"tools.{name}.example") from None
+    return catalog
+
+
+def load_output_schema(path: Path, spec_path: Path, lines) -> dict:
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError(str(path), f"output schema is not JSON: {exc.msg}", line=exc.lineno) from None
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(map(str, exc.path)) or "(root)"
+        raise SpecError(str(path), f"invalid JSON Schema at {where}: {exc.message}", field="output_schema") from None
+    return schema
+
+
+def read_seed_rows(path: Path, fmt: str | None) -> list[dict]:
+    """Rows of a seed file as dicts; errors name the file and row."""
+    fmt = fmt or {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".json": "json"}.get(path.suffix)
+    if fmt is None:
+        raise SpecError(str(path), "cannot tell the seed format from the suffix; set 'format'")
+    if fmt == "jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise SpecError(str(path), f"row is not JSON: {exc.msg}", line=n) from None
+                if not isinstance(row, dict):
+                    raise SpecError(str(path), "row is not a JSON object", line=n)
+                rows.append(row)
+        return rows
+    if fmt == "json":
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(rows, list):
+            raise SpecError(str(path), "expected a JSON list of objects")
+        return rows
+    if fmt == "csv":
+        with path.open(encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: dict) -> tuple[dict, ...]:
+    out: list[dict] = []
+    for i, src in enumerate(spec.seeds):
+        if src.inline is not None:
+            rows, where = src.inline, str(spec_path)
+        else:
+            p = _resolve(spec_path, src.path, lines, ("seeds", i, "path"))
+            files[f"seeds.{i}"] = sha256_bytes(p.read_bytes())
+            file_paths[f"seeds.{i}"] = p
+            rows, where = read_seed_rows(p, src.format), str(p)
+        for n, row in enumerate(rows[: src.limit] if src.limit else rows, 1):
+            if src.columns:
+                missing = [col for col in src.columns.values() if col not in row]
+                if missing:
+                    raise SpecError(where, f"seed row {n} lacks column(s) {missing}", field=f"seeds.{i}.columns",
+                                    line=line_for(lines, ("seeds", i, "columns")) if where == str(spec_path) else None)
+                row = {ours: row[col] for ours, col in src.columns.items()}
+            query = row.get("query")
+            if not isinstance(query, str) or not query.strip():
+                raise SpecError(where, f"seed row {n} has no non-empty 'query' (map one with 'columns')",
+                                field=f"seeds.{i}")
+            out.append({k: v for k, v in row.items() if v is not None})
+    return tuple(out)
+
+
+def load_spec(path: str | Path) -> ResolvedSpec:
+    path = Path(path).resolve()
+    data, lines = load_yaml(path)
+    if not isinstance(data, dict):
+        raise SpecError(str(path), "expected a mapping at the top level", line=1)
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        raise_validation_error(path, exc, lines)
+    files: dict[str, str] = {}
+    file_paths: dict[str, Path] = {}
+
+    def ref(role: str, rel: str, field_path: tuple) -> Path:
+        p = _resolve(path, rel, lines, field_path)
+        files[role] = sha256_bytes(p.read_bytes())
+        file_paths[role] = p
+        return p
+
+    prompt_file = _load_model(ref("prompt", spec.prompt.file, ("prompt", "file")), PromptFile)
+    for name in spec.prompt.framings:
+        if name not in prompt_file.framings:
+            raise SpecError(str(path), f"framing '{name}' is not defined in {spec.prompt.file} "
+                            f"(defined: {sorted(prompt_file.framings)})",
+                            line=line_for(lines, ("prompt", "framings")), field="prompt.framings")
+    taxonomy = load_taxonomy(ref("taxonomy", spec.taxonomy.file, ("taxonomy", "file"))) if spec.taxonomy else None
+    catalog = load_catalog(ref("tools", spec.tools.file, ("tools", "file"))) if spec.tools else None
+    schema = load_output_schema(ref("output_schema", spec.output_schema, ("output_schema",)), path, lines)
+    if spec.rules:
+        ref("rules", spec.rules, ("rules",))
+    for i, h in enumerate(spec.holdout):
+        ref(f"holdout.{i}", h, ("holdout", i))
+    seeds = _seed_inputs(spec, path, lines, files, file_paths)
+
+    known = set(prompt_file.blocks) | RUNTIME_VARS | {k for row in seeds for k in row}
+    if not spec.prompt.framings:
+        known.discard("framing")
+    if taxonomy is None:
+        known.discard("taxonomy")
+    if catalog is None:
+        known.discard("tool_catalog")
+    for side in ("teacher", "training"):
+        for part in ("system", "user"):
+            text = getattr(getattr(spec.prompt, side), part)
+            for name in PLACEHOLDER_RE.findall(text):
+                if name not in known:
+                    raise SpecError(str(path), f"template uses {{{{ {name} }}}}, which is not a block of "
+                                    f"{spec.prompt.file} nor a known variable ({', '.join(sorted(known))})",
+                                    line=line_for(lines, ("prompt", side, part)), field=f"prompt.{side}.{part}")
+
+    resolved = ResolvedSpec(spec, path, prompt_file, taxonomy, catalog, schema, seeds, files, file_paths)
+    digest = sha256_bytes(canonical_json(resolved.canonical()).encode())
+    object.__setattr__(resolved, "hash", digest)
+    return resolved
+
+
+def find_spec_files(root: Path = LIBRARY) -> list[Path]:
+    """Spec files: YAML files with a top-level 'kind' under root (shared/ holds referenced pieces)."""
+    out = []
+    for p in sorted(Path(root).rglob("*.yaml")):
+        if "shared" in p.relative_to(root).parts:
+            continue
+        out.append(p)
+    return out
+
+
+def find_spec(name: str, root: Path = LIBRARY) -> Path:
+    """A spec by path, by 'name' (highest version) or by 'name@version'."""
+    p = Path(name)
+    if p.suffix in (".yaml", ".yml") and p.exists():
+        return p
+    want_name, _, want_version = name.partition("@")
+    found: list[tuple[int, Path]] = []
+    for f in find_spec_files(root):
+        stem_name, _, stem_version = f.stem.partition("@")
+        if stem_name == want_name and (not want_version or stem_version == want_version):
+            found.append((int(stem_version) if stem_version.isdigit() else 0, f))
+    if not found:
+        raise SpecError(name, f"no spec named '{name}' in {root} (try `mashbill spec ls`)")
+    return max(found)[1]

@@ -1,0 +1,68 @@
+"""Render the teacher's prompt and the stored training example for one seed input.
+
+The two are separate on purpose: the training example follows the student's runtime prompt
+(framing first, then the taxonomy, rules, catalog), while the teacher's prompt puts everything
+fixed first and what varies per record (framing, taxonomy, query) last, so prefix caches in
+llama.cpp and vLLM reuse the long shared beginning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+
+from mashbill.specs.loader import ResolvedSpec
+from mashbill.specs.model import PLACEHOLDER_RE
+from mashbill.specs.taxonomy import ShownTaxonomy, fixed_taxonomy, sample_taxonomy
+
+
+def render(template: str, values: dict[str, str]) -> str:
+    # Unknown names were rejected when the spec was loaded, so a KeyError here is a bug.
+    return PLACEHOLDER_RE.sub(lambda m: str(values[m.group(1)]), template)
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    teacher_messages: tuple[dict, ...]
+    training_messages: tuple[dict, ...]  # system + user; the assistant target is appended after generation
+    framing: str | None
+    taxonomy: ShownTaxonomy | None
+
+    def meta(self) -> dict:
+        meta: dict = {"prompt_variant": self.framing}
+        if self.taxonomy is not None:
+            meta["taxonomy_shown"] = list(self.taxonomy.names)
+            meta["taxonomy_renamed"] = dict(self.taxonomy.renamed)
+        return meta
+
+
+def record_rng(record_id: str, seed: int) -> random.Random:
+    """A per-record RNG: the same record always gets the same framing and taxonomy, whatever the order."""
+    return random.Random(int(hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()[:16], 16))
+
+
+def render_prompt(rs: ResolvedSpec, inputs: dict, record_id: str) -> RenderedPrompt:
+    spec = rs.spec
+    rng = record_rng(record_id, spec.teacher.sampling.seed)
+    values: dict[str, str] = dict(rs.prompt_file.blocks)
+    values.update({k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in inputs.items()})
+    values.setdefault("lang", "")
+    framing = None
+    if spec.prompt.framings:
+        framing = rng.choice(spec.prompt.framings)
+        values["framing"] = rs.prompt_file.framings[framing]
+    shown = None
+    if rs.taxonomy is not None:
+        shown = sample_taxonomy(rs.taxonomy, rng) if spec.taxonomy.variation else fixed_taxonomy(rs.taxonomy)
+        values["taxonomy"] = shown.block
+    if rs.catalog is not None:
+        values["tool_catalog"] = rs.tool_catalog_text
+    values["output_schema"] = json.dumps(rs.output_schema, ensure_ascii=False)
+
+    def messages(t) -> tuple[dict, ...]:
+        return ({"role": "system", "content": render(t.system, values)},
+                {"role": "user", "content": render(t.user, values)})
+
+    return RenderedPrompt(messages(spec.prompt.teacher), messages(spec.prompt.training), framing, shown)

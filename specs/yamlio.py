@@ -1,0 +1,81 @@
+"""Safe YAML loading that remembers the line of every key, so errors can name it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mashbill.errors import SpecError
+
+Lines = dict[tuple, int]
+
+
+def load_yaml(path: Path) -> tuple[Any, Lines]:
+    """Load YAML safely; return the data and a map from field path to 1-based line number."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(str(path), "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise SpecError(str(path), f"YAML syntax error: {exc.problem or exc}", line=line) from None
+    except yaml.YAMLError as exc:
+        raise SpecError(str(path), f"YAML error: {exc}") from None
+    lines: Lines = {(): 1}
+    if node is not None:
+        _walk(node, (), lines, str(path))
+    return data, lines
+
+
+def _walk(node: yaml.Node, prefix: tuple, lines: Lines, path: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                raise SpecError(path, "duplicate key", line=key_node.start_mark.line + 1,
+                                field=".".join(map(str, prefix + (key,))))
+            seen.add(key)
+            lines[prefix + (key,)] = key_node.start_mark.line + 1
+            _walk(value_node, prefix + (key,), lines, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[prefix + (i,)] = item.start_mark.line + 1
+            _walk(item, prefix + (i,), lines, path)
+
+
+def line_for(lines: Lines, loc: tuple) -> int | None:
+    """The line of the deepest known ancestor of loc (pydantic locations may point below YAML keys)."""
+    loc = tuple(loc)
+    while loc:
+        if loc in lines:
+            return lines[loc]
+        loc = loc[:-1]
+    return None
+
+
+def raise_validation_error(path: Path, exc, lines: Lines, prefix: tuple = ()) -> None:
+    """Turn a pydantic ValidationError into one SpecError naming file, line, field and expectation."""
+    errors = exc.errors()
+    err = errors[0]
+    loc = prefix + tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    field = ".".join(str(p) for p in loc) or None
+    kind = err.get("type", "")
+    if kind == "extra_forbidden":
+        msg = "unknown key"
+    elif kind == "missing":
+        msg = "required field is missing"
+    else:
+        msg = err.get("msg", "invalid value")
+        if "input" in err and kind not in ("model_type",) and not isinstance(err["input"], (dict, list)):
+            msg += f" (found {err['input']!r})"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    raise SpecError(str(path), msg + more, line=line_for(lines, loc), field=field) from None

@@ -1,0 +1,1 @@
+"""trainers layer."""

@@ -1,0 +1,1 @@
+"""validators layer."""
