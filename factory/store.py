@@ -266,7 +266,7 @@ class Store:
         return out
 
     def sql(self, query: str, params: list | None = None) -> pa.Table:
-        return self.con.execute(query, params or []).arrow().read_all()
+        return self.con.sql(query, params=params or None).to_arrow_table()
 
     # ------------------------------------------------------------ parquet
 

@@ -1,0 +1,73 @@
+"""Shared CLI helpers: store option, progress display and the run summary table."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+DEFAULT_STORE = "./mashbill-data"
+
+console = Console(stderr=True)
+out = Console()
+
+
+def store_option(f):
+    return click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path),
+                        default=lambda: os.environ.get("MASHBILL_STORE", DEFAULT_STORE), show_default=DEFAULT_STORE,
+                        help="Store folder (a DuckDB file plus Parquet exports). Env: MASHBILL_STORE.")(f)
+
+
+def sigterm_as_interrupt() -> None:
+    """SLURM and kill send SIGTERM: treat it like Ctrl-C so the run is marked interrupted cleanly."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+class RunProgress:
+    """A progress bar with ETA and a live accept/reject count."""
+
+    def __init__(self, label: str, enabled: bool = True):
+        self.enabled = enabled
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("ok {task.fields[ok]} rej {task.fields[rej]} fail {task.fields[fail]}"),
+                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                                 console=console, disable=not enabled, transient=False)
+        self.task = None
+        self.label = label
+
+    def __enter__(self):
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.progress.__exit__(*exc)
+
+    def __call__(self, summary, advanced: int) -> None:
+        if self.task is None:
+            self.task = self.progress.add_task(self.label, total=summary.requested, ok=0, rej=0, fail=0)
+        self.progress.update(self.task, advance=advanced, ok=summary.accepted, rej=summary.rejected,
+                             fail=summary.failed)
+
+
+def print_summary(summary) -> None:
+    d = summary.as_dict()
+    table = Table(title=f"{d['spec']}  run {d['run_id']}  ({d['status']})", show_header=False)
+    table.add_row("store", d["store"])
+    table.add_row("records (selected / already done / requested)",
+                  f"{d['selected']} / {d['skipped']} / {d['requested']}")
+    table.add_row("accepted", str(d["accepted"]))
+    table.add_row("rejected", str(d["rejected"]) + (
+        "  (" + ", ".join(f"{k}: {v}" for k, v in d["reject_codes"].items()) + ")" if d["reject_codes"] else ""))
+    table.add_row("failed (retried on the next run)", str(d["failed"]))
+    table.add_row("tokens in (of which prefix-cached) / out", f"{d['tokens_in']} ({d['tokens_cached']}) / {d['tokens_out']}")
+    table.add_row("teacher seconds / wall seconds", f"{d['teacher_s']:.1f} / {d['wall_s']:.1f}")
+    out.print(table)

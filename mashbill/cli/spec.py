@@ -1,0 +1,141 @@
+"""`mashbill spec ls | show | check | lock`: inspect and guard versioned specs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from mashbill.cli._common import out
+from mashbill.errors import SpecError
+
+
+def _spec_paths(paths: tuple[str, ...]) -> list[Path]:
+    from mashbill.specs import LIBRARY, find_spec_files
+
+    if not paths:
+        return find_spec_files(LIBRARY)
+    found: list[Path] = []
+    for p in map(Path, paths):
+        found.extend(find_spec_files(p) if p.is_dir() else [p])
+    return found
+
+
+@click.group()
+def command():
+    """Inspect and check specs (versioned, content-hashed dataset recipes)."""
+
+
+@command.command("ls")
+@click.argument("paths", nargs=-1)
+def ls(paths):
+    """List specs (default: the shipped library) with kind, seeds and hash."""
+    from mashbill.specs import load_spec
+
+    table = Table("spec", "kind", "seeds", "hash", "path")
+    for p in _spec_paths(paths):
+        try:
+            rs = load_spec(p)
+            table.add_row(rs.ref, rs.spec.kind, str(len(rs.seeds)), rs.hash[:12], str(p))
+        except SpecError as exc:
+            table.add_row(p.stem, "[red]error[/red]", "", "", str(exc))
+    out.print(table)
+
+
+@command.command("show")
+@click.argument("name")
+@click.option("--prompt", "show_prompt", is_flag=True, help="Also render the first seed's teacher and training prompts.")
+def show(name, show_prompt):
+    """Show a resolved spec: files and their hashes, teacher, trainer profile.
+
+    \b
+    Example:
+      mashbill spec show plan-moe --prompt
+    """
+    from mashbill.specs import find_spec, load_spec, render_prompt
+
+    rs = load_spec(find_spec(name))
+    s = rs.spec
+    out.print(f"[bold]{rs.ref}[/bold]  kind={s.kind}  hash={rs.hash}")
+    out.print(f"path: {rs.path}")
+    if s.description:
+        out.print(s.description.strip())
+    out.print(f"seeds: {len(rs.seeds)}   languages: {', '.join(s.languages)}")
+    out.print(f"teacher: {s.teacher.backend} {s.teacher.model} sampling={s.teacher.sampling.model_dump()}")
+    out.print(f"trainer profile: {s.trainer_profile.model_dump()}")
+    table = Table("role", "file", "sha256")
+    for role, digest in rs.files.items():
+        table.add_row(role, str(rs.file_paths[role]), digest[:16])
+    out.print(table)
+    if show_prompt and rs.seeds:
+        from mashbill.factory.records import record_id
+
+        p = render_prompt(rs, rs.seeds[0], record_id(rs.hash, rs.seeds[0]))
+        for label, msgs in (("teacher", p.teacher_messages), ("training", p.training_messages)):
+            for m in msgs:
+                out.rule(f"{label} / {m['role']}")
+                out.print(m["content"], markup=False, highlight=False)
+
+
+@command.command("check")
+@click.argument("paths", nargs=-1)
+def check(paths):
+    """Load every spec, resolve its files, validate its schema, and compare its hash with specs.lock.
+
+    Fails when a spec's content changed but its version did not (bump the version, then
+    `mashbill spec lock`). Default: the shipped library.
+    """
+    from mashbill.specs import load_spec
+    from mashbill.specs.lock import find_lock, read_lock
+
+    problems = 0
+    files = _spec_paths(paths)
+    for p in files:
+        try:
+            rs = load_spec(p)
+        except SpecError as exc:
+            click.echo(f"FAIL {exc}")
+            problems += 1
+            continue
+        lock_path = find_lock(rs.path)
+        locked = read_lock(lock_path) if lock_path else {}
+        if lock_path is None:
+            click.echo(f"FAIL {rs.ref} ({p}): no specs.lock in its folder or above; run `mashbill spec lock {p}`")
+            problems += 1
+        elif rs.ref not in locked:
+            click.echo(f"FAIL {rs.ref} ({p}): not in {lock_path}; run `mashbill spec lock {p}`")
+            problems += 1
+        elif locked[rs.ref] != rs.hash:
+            click.echo(f"FAIL {rs.ref} ({p}): content changed (hash {rs.hash[:12]}, locked {locked[rs.ref][:12]}) "
+                       f"but version {rs.spec.version} did not; bump `version` and run `mashbill spec lock`")
+            problems += 1
+        else:
+            click.echo(f"ok   {rs.ref}  {rs.hash[:12]}")
+    click.echo(f"{len(files)} spec(s), {problems} problem(s)")
+    sys.exit(1 if problems else 0)
+
+
+@command.command("lock")
+@click.argument("paths", nargs=-1)
+def lock(paths):
+    """Record name@version -> hash for new specs in specs.lock (never overwrites a locked version)."""
+    from mashbill.specs import load_spec
+    from mashbill.specs.lock import LOCK_NAME, find_lock, read_lock, write_lock
+
+    refused = 0
+    for p in _spec_paths(paths):
+        rs = load_spec(p)
+        lock_path = find_lock(rs.path) or rs.path.parent / LOCK_NAME
+        entries = read_lock(lock_path)
+        if rs.ref in entries and entries[rs.ref] != rs.hash:
+            click.echo(f"refused {rs.ref}: locked with another hash; bump its version instead")
+            refused += 1
+            continue
+        if rs.ref not in entries:
+            entries[rs.ref] = rs.hash
+            write_lock(lock_path, entries)
+            click.echo(f"locked  {rs.ref}  {rs.hash[:12]}  in {lock_path}")
+    sys.exit(1 if refused else 0)
