@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -115,7 +116,9 @@ class LlamaCppTeacher:
             import llama_cpp
 
             vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
-            self._lltokenizer = lltokenizer_from_vocab(vocab)
+            with warnings.catch_warnings():  # llguidance calls a deprecated alias once per vocab entry
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._lltokenizer = lltokenizer_from_vocab(vocab)
         return self._grammars[key]
 
     def check_schema(self, schema: dict | None) -> None:

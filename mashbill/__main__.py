@@ -1,0 +1,3 @@
+from mashbill.cli import main
+
+main()

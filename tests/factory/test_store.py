@@ -1,0 +1,140 @@
+"""The store: migrations, refusal to touch stores it cannot own, and all-or-nothing batches."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import subprocess
+import sys
+import textwrap
+import time
+
+import duckdb
+import pytest
+
+from mashbill.errors import StoreError
+from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
+from mashbill.factory.store import DB_NAME, Store, migrations
+
+REF = SpecRef("t", 1, "h" * 64)
+
+
+def _rec(i: int, status="accepted") -> Record:
+    return Record(f"id{i:04d}", "plan", {"query": f"q{i}"}, [{"task": "x", "category": "general"}], "[...]", REF,
+                  status, ({"role": "system", "content": "s"}, {"role": "user", "content": f"q{i}"}), {"lang": "en"})
+
+
+def _begin(store: Store) -> str:
+    return store.begin_run(spec_name="t", spec_version=1, spec_hash=REF.hash, kind="plan", backend="test",
+                           model="m", model_sha256=None, model_info=None, sampling={})
+
+
+def test_new_store_is_migrated_and_reopens(tmp_path):
+    with Store.open(tmp_path / "s") as store:
+        assert store.schema_version == max(n for n, _, _ in migrations())
+        run = _begin(store)
+        store.write_batch(run, [_rec(1)], {"id0001": [Verdict("X001", "flag", "d")]},
+                          [TeacherCall("id0001", "p", 1, "test", "m", 0.1, 10, 0, 5, "stop")])
+    with Store.open(tmp_path / "s", read_only=True) as store:
+        assert store.sql("SELECT count(*) n FROM records").to_pylist() == [{"n": 1}]
+        [rec] = store.records()
+        assert rec == _rec(1)
+
+
+def test_batch_is_all_or_nothing(tmp_path):
+    with Store.open(tmp_path / "s") as store:
+        run = _begin(store)
+        store.write_batch(run, [_rec(1)], {}, [])
+        # The second batch repeats id0001 (a finished record): the primary key rejects it, and the
+        # whole batch, including the new record and its verdicts, must roll back.
+        with pytest.raises(duckdb.ConstraintException):
+            store.write_batch(run, [_rec(2), _rec(1)], {"id0002": [Verdict("X", "reject")]}, [])
+        assert store.sql("SELECT record_id FROM records").to_pylist() == [{"record_id": "id0001"}]
+        assert store.sql("SELECT count(*) n FROM verdicts").to_pylist() == [{"n": 0}]
+
+
+def test_failed_record_is_replaced_on_retry(tmp_path):
+    with Store.open(tmp_path / "s") as store:
+        run = _begin(store)
+        store.write_batch(run, [_rec(1, "failed")], {"id0001": [Verdict("TEACHER001", "reject", "timeout")]}, [])
+        assert store.finished_ids(REF.hash) == set()
+        store.write_batch(run, [_rec(1)], {}, [])
+        assert store.finished_ids(REF.hash) == {"id0001"}
+        assert store.sql("SELECT status FROM records").to_pylist() == [{"status": "accepted"}]
+        assert store.sql("SELECT count(*) n FROM verdicts").to_pylist() == [{"n": 0}]
+
+
+def test_store_from_a_newer_schema_is_refused_untouched(tmp_path):
+    with Store.open(tmp_path / "s") as store:
+        store.con.execute("INSERT INTO schema_migrations VALUES (999, 'future', now())")
+    db = tmp_path / "s" / DB_NAME
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    with pytest.raises(StoreError, match="newer than this mashbill"):
+        Store.open(tmp_path / "s")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_store_locked_by_another_writer(tmp_path):
+    Store.open(tmp_path / "s").close()
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from mashbill.factory.store import Store
+        s = Store.open({str(tmp_path / 's')!r})
+        print('ready', flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreError, match="locked by another process"):
+            Store.open(tmp_path / "s")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_unwritable_store_path(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot create store folder"):
+        Store.open(blocker / "store")
+
+
+def test_read_only_open_of_missing_store(tmp_path):
+    with pytest.raises(StoreError, match="no store at"):
+        Store.open(tmp_path / "nothing", read_only=True)
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_kill_during_batches_never_leaves_a_partial_batch(tmp_path):
+    """Kill -9 a writer in the middle of many 50-record batches; every batch is whole or absent."""
+    script = textwrap.dedent(f"""
+        import sys
+        from mashbill.factory.records import Record, SpecRef, Verdict
+        from mashbill.factory.store import Store
+        ref = SpecRef("t", 1, "h" * 64)
+        s = Store.open({str(tmp_path / 's')!r})
+        run = s.begin_run(spec_name="t", spec_version=1, spec_hash=ref.hash, kind="plan", backend="test",
+                          model="m", model_sha256=None, model_info=None, sampling={{}})
+        for b in range(100000):
+            recs = [Record(f"b{{b:06d}}-{{i:02d}}", "plan", {{"q": i}}, [], "x" * 2000, ref, "accepted",
+                           ({{"role": "user", "content": "x" * 2000}},), {{}}) for i in range(50)]
+            s.write_batch(run, recs, {{r.id: [Verdict("F", "flag")] for r in recs}}, [])
+            if b == 2:
+                print("ready", flush=True)
+    """)
+    rng = random.Random(7)
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0, 0.5))  # land anywhere: inside a transaction, between batches
+        proc.kill()
+        proc.wait()
+        with Store.open(tmp_path / "s") as store:
+            per_batch = store.sql("SELECT substr(record_id, 1, 7) b, count(*) n FROM records GROUP BY 1").to_pylist()
+            assert per_batch and all(row["n"] == 50 for row in per_batch)
+            verdicts = store.sql("SELECT count(*) n FROM verdicts").to_pylist()[0]["n"]
+            records = store.sql("SELECT count(*) n FROM records").to_pylist()[0]["n"]
+            assert verdicts == records
+            # the next writer continues after the last whole batch
+            store.con.execute("DELETE FROM records")
+            store.con.execute("DELETE FROM verdicts")
