@@ -247,6 +247,47 @@ class Store:
         self.con.unregister("_ver")
         return len(rows)
 
+    def record_validation(self, *, spec_hash: str | None, source: str, results: dict[str, Sequence[Verdict]],
+                          counts: dict, report: dict | None = None) -> str:
+        """Store one validation pass: replace earlier 'validate' verdicts of these records, add the new
+        ones, and mark every record as validated (passed = no reject-severity verdict). One transaction."""
+        validation_id = _now().strftime("%Y%m%dT%H%M%S") + "-v" + uuid.uuid4().hex[:8]
+        now = _now()
+        ids = list(results)
+        con = self.con
+        con.execute("BEGIN")
+        try:
+            con.execute("INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [validation_id, spec_hash, source, now, now, len(ids), _json(counts), _json(report)])
+            if ids:
+                con.register("_ids", pa.table({"record_id": ids}))
+                con.execute("DELETE FROM verdicts WHERE stage = 'validate' AND record_id IN (SELECT record_id FROM _ids)")
+                con.unregister("_ids")
+                rows = [(rid, v) for rid in ids for v in results[rid]]
+                if rows:
+                    table = pa.table({
+                        "record_id": [rid for rid, _ in rows], "run_id": [validation_id] * len(rows),
+                        "stage": ["validate"] * len(rows), "code": [v.code for _, v in rows],
+                        "severity": [v.severity for _, v in rows], "detail": [v.detail for _, v in rows],
+                        "created_at": pa.array([now] * len(rows), pa.timestamp("us")),
+                    })
+                    con.register("_ver", table)
+                    con.execute("INSERT INTO verdicts SELECT * FROM _ver")
+                    con.unregister("_ver")
+                marks = pa.table({
+                    "record_id": ids, "validation_id": [validation_id] * len(ids),
+                    "validated_at": pa.array([now] * len(ids), pa.timestamp("us")),
+                    "passed": [not any(v.severity == "reject" for v in results[rid]) for rid in ids],
+                })
+                con.register("_marks", marks)
+                con.execute("INSERT INTO record_validations SELECT * FROM _marks")
+                con.unregister("_marks")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return validation_id
+
     def records(self, spec_hash: str | None = None, status: str | None = None) -> list[Record]:
         from mashbill.factory.records import SpecRef
 

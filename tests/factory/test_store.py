@@ -138,3 +138,18 @@ def test_kill_during_batches_never_leaves_a_partial_batch(tmp_path):
             # the next writer continues after the last whole batch
             store.con.execute("DELETE FROM records")
             store.con.execute("DELETE FROM verdicts")
+
+
+def test_record_validation_replaces_earlier_validate_verdicts(tmp_path):
+    with Store.open(tmp_path / "s") as store:
+        run = _begin(store)
+        store.write_batch(run, [_rec(1), _rec(2)], {"id0001": [Verdict("GEN", "flag", stage="generate")]}, [])
+        store.record_validation(spec_hash=REF.hash, source="store", counts={"HR001": 1},
+                                results={"id0001": [Verdict("HR001", "reject", "x", "validate")], "id0002": []})
+        store.record_validation(spec_hash=REF.hash, source="store", counts={},
+                                results={"id0001": [Verdict("HR002", "flag", "y", "validate")], "id0002": []})
+        codes = store.sql("SELECT code FROM verdicts ORDER BY code").to_pylist()
+        assert codes == [{"code": "GEN"}, {"code": "HR002"}]
+        latest = store.sql("SELECT record_id, arg_max(passed, validated_at) passed, count(*) n "
+                           "FROM record_validations GROUP BY 1 ORDER BY 1").to_pylist()
+        assert [r["n"] for r in latest] == [2, 2] and all(r["passed"] for r in latest)
