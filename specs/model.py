@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 KINDS = ("complexity", "routing", "plan", "template", "preference")
 NAME_RE = r"^[a-z0-9][a-z0-9_.-]*$"
@@ -13,6 +13,26 @@ NAME_RE = r"^[a-z0-9][a-z0-9_.-]*$"
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HashStable(Strict):
+    """A model whose later-added fields leave the dump (and so the spec hash) unchanged at their defaults.
+
+    A field listed in `_added_fields` is omitted from `model_dump` while it equals its default, so adding
+    a field with a default never changes the hash of an existing spec; setting it does, as it should.
+    """
+
+    _added_fields: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_added_defaults(self, handler):
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self._added_fields:
+                if name in data and getattr(self, name) == type(self).model_fields[name].get_default(
+                        call_default_factory=True):
+                    del data[name]
+        return data
 
 
 # ---------------------------------------------------------------- shared files
@@ -127,7 +147,16 @@ class Sampling(Strict):
     repeat_penalty: float = Field(1.0, gt=0)
 
 
-class TeacherSpec(Strict):
+PRICE_KEYS = {
+    "input_per_1m": "currency per million prompt tokens",
+    "cached_input_per_1m": "currency per million prompt tokens served from the prefix cache (default: input_per_1m)",
+    "output_per_1m": "currency per million completion tokens",
+    "gpu_hour": "currency per GPU-hour (charged on the run's wall time)",
+    "gpus": "GPUs the run holds (default 1), multiplies gpu_hour",
+}
+
+
+class TeacherSpec(HashStable):
     backend: Literal["llama_cpp", "openai", "vllm"] = "llama_cpp"
     model: str = "embedded:smollm2-135m-instruct"
     n_ctx: int = Field(4096, ge=256)
@@ -135,6 +164,21 @@ class TeacherSpec(Strict):
     constrained: bool = True
     base_url: str | None = None
     prices: dict[str, float] = {}
+    # Model revision (a hub commit or tag) for openai/vllm teachers; stored with every run.
+    revision: str | None = None
+
+    _added_fields: ClassVar[tuple[str, ...]] = ("revision",)
+
+    @field_validator("prices")
+    @classmethod
+    def _known_prices(cls, v: dict[str, float]):
+        unknown = sorted(set(v) - set(PRICE_KEYS))
+        if unknown:
+            raise ValueError(f"unknown price key(s) {unknown}; known: " +
+                             ", ".join(f"{k} ({d})" for k, d in PRICE_KEYS.items()))
+        if any(x < 0 for x in v.values()):
+            raise ValueError("prices must be >= 0")
+        return v
 
 
 class TrainerProfile(Strict):
@@ -148,12 +192,87 @@ class TrainerProfile(Strict):
 class Runtime(Strict):
     """Knobs that change how fast a run goes, never what it produces; excluded from the spec hash."""
 
-    batch_size: int = Field(8, ge=1)
-    concurrency: int = Field(1, ge=1)
+    batch_size: int = Field(8, ge=1)  # records per committed transaction; the vLLM backend's chunk size
+    concurrency: int = Field(1, ge=1)  # requests in flight (openai backend)
     threads: int | None = Field(None, ge=1)
+    # openai backend: per-request timeout, retries after the first attempt, exponential backoff with jitter
+    timeout_s: float = Field(90.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+    backoff_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    # How the JSON Schema is sent to an OpenAI-compatible server; `auto` finds out in the preflight.
+    structured_output: Literal["auto", "json_schema", "json_object", "structured_outputs", "guided_json"] = "auto"
+    api_key_env: str = "OPENAI_API_KEY"
+    # vllm backend
+    tensor_parallel: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    # a `progress` event with the run's accounting is stored at most this often
+    progress_every_s: float = Field(30.0, gt=0)
 
 
-class Spec(Strict):
+# ---------------------------------------------------------------- guards
+
+
+class Probe(Strict):
+    """A gold probe: a query whose answer a working teacher gets right. Empty expectations only need an accept."""
+
+    query: str = Field(min_length=1)
+    input: dict[str, Any] = {}  # other input fields, e.g. {lang: de}
+    categories: list[str] = []  # some task of the plan has one of these categories
+    tools: list[str] = []  # some task of the plan calls one of these tools (mcp_tool)
+    fields: dict[str, list[Any]] = {}  # object outputs: output[field] is one of the values
+
+
+class PreflightGuard(Strict):
+    """Probes run at temperature 0 before the bulk work; below min_pass_rate the run aborts."""
+
+    probes: list[Probe] = []
+    min_pass_rate: float = Field(0.6, ge=0, le=1)
+
+
+class AcceptRateGuard(Strict):
+    """Stops the run when the accept rate over the last `window` answered records falls below `min_rate`."""
+
+    window: int = Field(200, ge=1)
+    min_rate: float = Field(0.4, ge=0, le=1)
+
+
+class ProbeRecheckGuard(Strict):
+    """Re-runs the preflight probes every `every` accepted records (0: never); below the rate it stops the run."""
+
+    every: int = Field(1000, ge=0)
+    min_pass_rate: float = Field(0.4, ge=0, le=1)
+
+
+class LatencyGuard(Strict):
+    """Median latency of the last `window` answers above `multiple` x the median of the `baseline` before them."""
+
+    multiple: float = Field(3.0, gt=1)
+    baseline: int = Field(50, ge=1)
+    window: int = Field(20, ge=1)
+    action: Literal["warn", "stop"] = "warn"
+
+
+class CircuitBreakerGuard(Strict):
+    """Opens after `consecutive_failures` records the teacher never answered; waits `cooldown_s`, then half-opens.
+
+    Each opening is a trip; after `max_trips` trips the run stops (failed records are retried by the next run).
+    """
+
+    consecutive_failures: int = Field(10, ge=1)
+    cooldown_s: float = Field(60.0, ge=0)
+    max_trips: int = Field(3, ge=1)
+
+
+class Guards(Strict):
+    preflight: PreflightGuard = PreflightGuard()
+    accept_rate: AcceptRateGuard = AcceptRateGuard()
+    probe_recheck: ProbeRecheckGuard = ProbeRecheckGuard()
+    latency: LatencyGuard = LatencyGuard()
+    circuit_breaker: CircuitBreakerGuard = CircuitBreakerGuard()
+
+
+class Spec(HashStable):
     name: str = Field(pattern=NAME_RE)
     version: int = Field(ge=1)
     kind: Literal["complexity", "routing", "plan", "template", "preference"]
@@ -170,6 +289,9 @@ class Spec(Strict):
     trainer_profile: TrainerProfile = TrainerProfile()
     holdout: list[str] = []
     runtime: Runtime = Runtime()
+    guards: Guards = Guards()
+
+    _added_fields: ClassVar[tuple[str, ...]] = ("guards",)
 
     @field_validator("prompt")
     @classmethod

@@ -1,0 +1,107 @@
+"""Run accounting: requests, retries, tokens, latency percentiles, accept rate, ETA and cost.
+
+One `Accounting` per run. The generate loop feeds it every teacher result (probes included, since
+they cost the same); `snapshot()` is what the live display shows, what `progress` events store
+while the run goes, and what the run's row keeps at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mashbill.factory.teachers.base import TeacherResult
+
+# Latencies kept for the percentiles; older ones are dropped in blocks (a long run stays bounded).
+_MAX_LATENCIES = 100_000
+
+
+@dataclass
+class Accounting:
+    requested: int  # records this run was asked to produce
+    prices: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    done: int = 0  # records finished this run (accepted + rejected + failed)
+    accepted: int = 0
+    rejected: int = 0
+    failed: int = 0
+    calls: int = 0  # requests sent to the teacher, retries and probes included
+    retries: int = 0  # calls beyond the first per result
+    errors: int = 0  # calls that ended in an error
+    probe_calls: int = 0
+    tokens_in: int = 0
+    tokens_cached: int = 0
+    tokens_out: int = 0
+    teacher_s: float = 0.0
+    _latencies: list[float] = field(default_factory=list)
+
+    def observe(self, result: TeacherResult, status: str | None) -> None:
+        """Count one teacher result; `status` is the record's status, None for a probe."""
+        n = len(result.attempts)
+        self.calls += n
+        self.retries += max(0, n - 1)
+        if status is None:
+            self.probe_calls += n
+        for a in result.attempts:
+            self.tokens_in += a.prompt_tokens or 0
+            self.tokens_cached += a.cached_tokens or 0
+            self.tokens_out += a.completion_tokens or 0
+            self.teacher_s += a.latency_s
+            if a.error is None:
+                self._latencies.append(a.latency_s)
+            else:
+                self.errors += 1
+        if len(self._latencies) > _MAX_LATENCIES:
+            del self._latencies[: _MAX_LATENCIES // 10]
+        if status is not None:
+            self.done += 1
+            if status == "accepted":
+                self.accepted += 1
+            elif status == "rejected":
+                self.rejected += 1
+            else:
+                self.failed += 1
+
+    # ------------------------------------------------------------ derived figures
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def latency_percentiles(self) -> dict[str, float | None]:
+        if not self._latencies:
+            return {"p50": None, "p90": None, "p99": None}
+        p50, p90, p99 = np.percentile(np.asarray(self._latencies), [50, 90, 99])
+        return {"p50": round(float(p50), 4), "p90": round(float(p90), 4), "p99": round(float(p99), 4)}
+
+    def cost(self, wall_s: float | None = None) -> float | None:
+        """Token prices and GPU-hours from the spec's `teacher.prices`; None when it gives none."""
+        p = self.prices
+        if not p:
+            return None
+        wall_s = self.elapsed_s if wall_s is None else wall_s
+        cached_rate = p.get("cached_input_per_1m", p.get("input_per_1m", 0.0))
+        cost = ((self.tokens_in - self.tokens_cached) * p.get("input_per_1m", 0.0)
+                + self.tokens_cached * cached_rate + self.tokens_out * p.get("output_per_1m", 0.0)) / 1e6
+        cost += wall_s / 3600 * p.get("gpu_hour", 0.0) * p.get("gpus", 1.0)
+        return round(cost, 6)
+
+    def snapshot(self, wall_s: float | None = None) -> dict:
+        wall_s = self.elapsed_s if wall_s is None else wall_s
+        answered = self.accepted + self.rejected
+        rps = self.done / wall_s if wall_s > 0 else 0.0
+        remaining = max(0, self.requested - self.done)
+        return {
+            "requested": self.requested, "done": self.done, "accepted": self.accepted, "rejected": self.rejected,
+            "failed": self.failed, "calls": self.calls, "retries": self.retries, "errors": self.errors,
+            "probe_calls": self.probe_calls, "tokens_in": self.tokens_in, "tokens_cached": self.tokens_cached,
+            "tokens_out": self.tokens_out, "teacher_s": round(self.teacher_s, 3),
+            "latency_s": self.latency_percentiles(),
+            "accept_rate": round(self.accepted / answered, 4) if answered else None,
+            "records_per_s": round(rps, 4),
+            "tokens_out_per_s": round(self.tokens_out / wall_s, 2) if wall_s > 0 else 0.0,
+            "eta_s": round(remaining / rps, 1) if rps > 0 else None,
+            "wall_s": round(wall_s, 3), "cost": self.cost(wall_s),
+        }
