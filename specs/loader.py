@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import yaml
 from pydantic import BaseModel, ValidationError
 
 from mashbill.errors import SpecError
@@ -179,6 +180,9 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         raise_validation_error(path, exc, lines)
+    if "@" in path.stem and path.stem != spec.ref:
+        raise SpecError(str(path), f"file is named {path.stem} but declares {spec.ref}; rename the file or fix "
+                        "name/version", line=line_for(lines, ("version",)), field="version")
     files: dict[str, str] = {}
     file_paths: dict[str, Path] = {}
 
@@ -225,11 +229,20 @@ def load_spec(path: str | Path) -> ResolvedSpec:
     return resolved
 
 
+def _looks_like_spec(path: Path) -> bool:
+    """A YAML file with a top-level 'kind' key; unparseable files count, so their errors surface."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return True
+    return isinstance(data, dict) and "kind" in data
+
+
 def find_spec_files(root: Path = LIBRARY) -> list[Path]:
-    """Spec files: YAML files with a top-level 'kind' under root (shared/ holds referenced pieces)."""
+    """Spec files under root: YAML files with a top-level 'kind' (shared/ holds referenced pieces)."""
     out = []
     for p in sorted(Path(root).rglob("*.yaml")):
-        if "shared" in p.relative_to(root).parts:
+        if "shared" in p.relative_to(root).parts or not _looks_like_spec(p):
             continue
         out.append(p)
     return out

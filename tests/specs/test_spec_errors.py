@@ -229,3 +229,19 @@ def test_taxonomy_variation_is_deterministic_per_record(tiny_specs):
         # the teacher's system prompt is identical for every record: that is what the prefix cache reuses
         assert p.teacher_messages[0] == a.teacher_messages[0]
         assert p.training_messages[1]["content"] == s["query"]
+
+
+def test_file_name_must_match_name_and_version(tiny_specs):
+    p = _spec(tiny_specs)
+    _edit(p, "version: 1", "version: 3")
+    with pytest.raises(SpecError) as exc:
+        load_spec(p)
+    assert exc.value.field == "version" and "tiny-plan@1" in str(exc.value)
+
+
+def test_only_yaml_files_with_a_kind_count_as_specs(tiny_specs):
+    from mashbill.specs import find_spec_files
+
+    (tiny_specs / "tiny" / "notes.yaml").write_text("just: notes\n")
+    names = {p.name for p in find_spec_files(tiny_specs)}
+    assert names == {"tiny-plan@1.yaml", "tiny-complexity@1.yaml"}
