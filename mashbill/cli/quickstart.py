@@ -10,8 +10,9 @@ from mashbill.errors import MashbillError
 
 @click.command()
 @store_option
+@click.option("--threads", type=click.IntRange(min=1), help="CPU threads for the teacher (default: all cores).")
 @click.option("--no-progress", is_flag=True)
-def command(store_path, no_progress):
+def command(store_path, threads, no_progress):
     """Generate the quick-start specs (English and German; complexity labels and plans) with the
     embedded SmolLM2-135M teacher into a store in the working directory, then print a summary.
 
@@ -27,7 +28,7 @@ def command(store_path, no_progress):
     summaries = []
     try:
         for path in specs:
-            summaries.append(run_generate(str(path), store_path, progress=not no_progress,
+            summaries.append(run_generate(str(path), store_path, progress=not no_progress, threads=threads,
                                           args={"quickstart": True}))
     except KeyboardInterrupt:
         raise MashbillError("interrupted; re-run `mashbill quickstart` to resume where it stopped")

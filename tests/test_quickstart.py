@@ -1,0 +1,34 @@
+"""The README's first command: a mixed EN/DE dataset over two kinds from the embedded teacher."""
+
+from __future__ import annotations
+
+from mashbill.factory.store import Store
+from tests.conftest import run_cli
+
+
+def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(tmp_path):
+    proc = run_cli("quickstart", "--no-progress", cwd=tmp_path, timeout=1500)
+    assert proc.returncode == 0, proc.stderr
+    store_dir = tmp_path / "mashbill-data"
+    assert str(store_dir.resolve()) in proc.stdout.replace("\n", "")  # it says where the store is
+    with Store.open(store_dir, read_only=True) as store:
+        kinds = dict(store.sql("SELECT kind, count(*) n FROM records GROUP BY kind").to_pylist() and
+                     [(r["kind"], r["n"]) for r in store.sql("SELECT kind, count(*) n FROM records GROUP BY kind")
+                      .to_pylist()])
+        assert len(kinds) >= 2 and sum(kinds.values()) >= 40
+        langs = {r["l"] for r in store.sql("SELECT input->>'lang' l FROM records").to_pylist()}
+        assert {"en", "de"} <= langs
+        assert store.sql("SELECT count(*) n FROM records WHERE spec_hash IS NULL OR length(spec_hash) <> 64"
+                         ).to_pylist() == [{"n": 0}]
+        uncoded = store.sql("SELECT count(*) n FROM records r WHERE status <> 'accepted' AND NOT EXISTS "
+                            "(SELECT 1 FROM verdicts v WHERE v.record_id = r.record_id AND v.severity = 'reject')"
+                            ).to_pylist()
+        assert uncoded == [{"n": 0}]
+    # a second run resumes: nothing new is asked of the teacher
+    again = run_cli("quickstart", "--no-progress", cwd=tmp_path, timeout=600)
+    assert again.returncode == 0, again.stderr
+    with Store.open(store_dir, read_only=True) as store:
+        assert store.sql("SELECT count(*) n FROM records").to_pylist() == [{"n": sum(kinds.values())}]
+        assert store.sql("SELECT sum(requested) n FROM runs WHERE status = 'completed' "
+                         "AND run_id IN (SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 2)"
+                         ).to_pylist() == [{"n": 0}]
