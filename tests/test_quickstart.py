@@ -12,9 +12,8 @@ def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(tmp_path):
     store_dir = tmp_path / "mashbill-data"
     assert str(store_dir.resolve()) in proc.stdout.replace("\n", "")  # it says where the store is
     with Store.open(store_dir, read_only=True) as store:
-        kinds = dict(store.sql("SELECT kind, count(*) n FROM records GROUP BY kind").to_pylist() and
-                     [(r["kind"], r["n"]) for r in store.sql("SELECT kind, count(*) n FROM records GROUP BY kind")
-                      .to_pylist()])
+        rows = store.sql("SELECT kind, count(*) n FROM records GROUP BY kind").to_pylist()
+        kinds = {r["kind"]: r["n"] for r in rows}
         assert len(kinds) >= 2 and sum(kinds.values()) >= 40
         langs = {r["l"] for r in store.sql("SELECT input->>'lang' l FROM records").to_pylist()}
         assert {"en", "de"} <= langs
