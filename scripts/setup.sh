@@ -72,7 +72,7 @@ fi
 
 log "installing mashbill and its dependencies"
 "${PIP[@]}" install "${PIP_QUIET[@]}" "$WHEEL_DIR"/llama_cpp_python-*.whl
-EXTRAS="embedded,validate,openai"
+EXTRAS="embedded,validate,openai,curation,review"
 [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,dev"
 [ "$TRAIN" = 1 ] && EXTRAS="$EXTRAS,train"
 "${PIP[@]}" install "${PIP_QUIET[@]}" -e ".[$EXTRAS]"

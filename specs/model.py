@@ -272,6 +272,77 @@ class Guards(Strict):
     circuit_breaker: CircuitBreakerGuard = CircuitBreakerGuard()
 
 
+# ---------------------------------------------------------------- curation (snapshots)
+
+PREFERENCE_EDITS = ("precision-to-llm", "drop-legal-paragraph", "drop-research", "research-after-code",
+                    "break-tool-args", "drop-domain")
+DEFAULT_REVIEW_REQUEST = (
+    "Check the plan above against the routing rules: an exact computation goes to precision_tools with a "
+    "matching tool (PRECISION-FIRST); a cited paragraph of German law is fetched with legal_get_paragraph "
+    "before legal_advisor (LEGAL \u00a7-PATTERN); implementing a known game, algorithm, protocol or parser "
+    "starts with a research task before the code task (RESEARCH-BEFORE-CODE). Return the corrected plan, "
+    "or the same plan if it is already right.")
+
+
+class Splits(Strict):
+    """Shares of train/eval/test; groups of near duplicates always land on one side."""
+
+    train: float = Field(0.8, gt=0, le=1)
+    eval: float = Field(0.1, ge=0, le=1)
+    test: float = Field(0.1, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self):
+        if abs(self.train + self.eval + self.test - 1.0) > 1e-6:
+            raise ValueError(f"train + eval + test must be 1, found {self.train + self.eval + self.test:g}")
+        return self
+
+
+class Quotas(Strict):
+    """Balancing per label cell (one value per dimension, e.g. precision_tools/moderate/de).
+
+    Cells above their target are cut down to it (deterministically); cells below it are reported in the
+    manifest, or filled by repeating their train records when `oversample` is set. A cell below
+    `min_per_cell`, or a named cell with no record at all, cannot be met and the freeze fails.
+    """
+
+    dims: list[str] = []  # empty: the kind's default (plan: category, complexity, lang)
+    per_cell: int | None = Field(None, ge=1)
+    cells: dict[str, int] = {}  # explicit targets by cell name ("precision_tools/moderate/de"); override per_cell
+    min_per_cell: int = Field(0, ge=0)
+    oversample: bool = False
+
+
+class PreferenceSources(Strict):
+    """Where a preference spec's (DPO) pairs come from; each pair records its source."""
+
+    source_spec: str | None = None  # the spec whose records give chosen plans (path relative to this spec)
+    sources: list[Literal["rule", "teacher", "human"]] = ["rule", "teacher", "human"]
+    edits: list[str] = list(PREFERENCE_EDITS)  # rule-derived minimal edits to apply
+    samples_per_query: int = Field(2, ge=2)  # teacher samples per query (seeds teacher.sampling.seed + k)
+    correction_samples: bool = False  # also emit multi-turn (wrong plan, review request, corrected plan) samples
+    review_request: str = DEFAULT_REVIEW_REQUEST
+
+    @field_validator("edits")
+    @classmethod
+    def _known_edits(cls, v: list[str]):
+        unknown = sorted(set(v) - set(PREFERENCE_EDITS))
+        if unknown:
+            raise ValueError(f"unknown edit(s) {unknown}; known: {', '.join(PREFERENCE_EDITS)}")
+        return v
+
+
+class Curation(Strict):
+    """How `mashbill snapshot freeze` selects, balances and splits this spec's records."""
+
+    require_review: bool = False  # only records a reviewer accepted or corrected
+    splits: Splits = Splits()
+    group_by: list[str] = []  # input fields that tie records together (paraphrase groups) on one split side
+    near_duplicate_threshold: float = Field(0.8, gt=0, le=1)  # Jaccard on query shingles for split groups
+    quotas: Quotas = Quotas()
+    preference: PreferenceSources = PreferenceSources()
+
+
 class Spec(HashStable):
     name: str = Field(pattern=NAME_RE)
     version: int = Field(ge=1)
@@ -290,8 +361,9 @@ class Spec(HashStable):
     holdout: list[str] = []
     runtime: Runtime = Runtime()
     guards: Guards = Guards()
+    curation: Curation = Curation()
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("guards",)
+    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation")
 
     @field_validator("prompt")
     @classmethod

@@ -1,0 +1,40 @@
+"""Near-duplicate clusters of queries, for group-aware splits.
+
+An adapter over the validators' dedup (`mashbill.validators.dedup`): the same normalisation, the same
+character-shingle MinHash signatures and LSH banding that produce DUP001/DUP002 at validation, with the
+clusters (connected components of pairs at or above the threshold) returned instead of verdicts, so a
+snapshot's split groups are the clusters validation saw. Exact duplicates after normalisation always
+share a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from mashbill.curation.split import UnionFind
+
+
+def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,
+                            bands: int = 16) -> list[int]:
+    """A cluster number per text; texts with estimated Jaccard >= threshold share one (transitively)."""
+    from mashbill.validators.dedup import candidate_pairs, estimate, normalize, signatures
+
+    norms = [normalize(t or "") for t in texts]
+    keys = [str(i) for i in range(len(texts))]
+    uf = UnionFind(keys)
+    first: dict[str, int] = {}
+    for i, n in enumerate(norms):
+        j = first.setdefault(n, i)
+        if j != i:
+            uf.union(keys[j], keys[i])
+    uniq = sorted(first.values())
+    if len(uniq) >= 2:
+        sig = signatures([norms[i] for i in uniq], shingle=shingle, num_perm=num_perm)
+        pairs = candidate_pairs(sig, bands)
+        if len(pairs):
+            est = estimate(sig, pairs)
+            for (a, b), s in zip(pairs.tolist(), est.tolist()):
+                if s >= threshold:
+                    uf.union(keys[uniq[a]], keys[uniq[b]])
+    roots: dict[str, int] = {}
+    return [roots.setdefault(uf.find(k), len(roots)) for k in keys]

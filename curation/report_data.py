@@ -1,0 +1,191 @@
+"""The numbers behind `mashbill report`, from a store or from a snapshot (which keeps them in stats.json)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from mashbill.curation.labels import cell_name, dims_for, labels_of
+from mashbill.factory.store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_POINTS = 120
+TOKEN_SAMPLE = 20000
+
+
+def _ph(values: list) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def _downsample(points: list, limit: int = MAX_POINTS) -> list:
+    if len(points) <= limit:
+        return points
+    step = len(points) / limit
+    out = [points[int(i * step)] for i in range(limit)]
+    if out[-1] is not points[-1]:
+        out[-1] = points[-1]
+    return out
+
+
+def _pcts(values: list[float]) -> dict:
+    v = sorted(values)
+    if not v:
+        return {"n": 0}
+
+    def p(q):
+        return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
+
+    return {"n": len(v), "p50": p(50), "p95": p(95), "max": v[-1]}
+
+
+def store_series(store: Store, spec_hashes: list[str] | None, review: dict | None) -> dict:
+    """Accept rate over each run, teacher latency, status counts and review progress."""
+    where = f"WHERE spec_hash IN ({_ph(spec_hashes)})" if spec_hashes else ""
+    params = list(spec_hashes or [])
+    rows = store.con.execute(
+        f"SELECT r.run_id, r.spec_name || '@' || r.spec_version, r.status, r.created_at, r.record_id "
+        f"FROM records r {where} ORDER BY r.run_id, r.created_at, r.record_id", params).fetchall()
+    runs: dict[str, dict] = {}
+    for run_id, spec, status, _, _ in rows:
+        run = runs.setdefault(run_id, {"run_id": run_id, "spec": spec, "n": 0, "accepted": 0, "points": []})
+        run["n"] += 1
+        run["accepted"] += status == "accepted"
+        run["points"].append([run["n"], round(run["accepted"] / run["n"], 4)])
+    for run in runs.values():
+        run["points"] = _downsample(run["points"])
+    lat = [r[0] for r in store.con.execute(
+        f"SELECT c.latency_s FROM teacher_calls c WHERE c.record_id IN (SELECT record_id FROM records {where}) "
+        "ORDER BY c.created_at, c.call_id", params).fetchall()]
+    status = dict(store.con.execute(f"SELECT status, count(*) FROM records {where} GROUP BY status ORDER BY status",
+                                    params).fetchall())
+    if review is None:
+        review = review_progress(store, spec_hashes)
+    return {"accept_rate": list(runs.values()), "latency": {**_pcts(lat), "values": _downsample(sorted(lat), 400)},
+            "status": status, "review": review}
+
+
+def review_progress(store: Store, spec_hashes: list[str] | None) -> dict | None:
+    where = f"WHERE spec_hash IN ({_ph(spec_hashes)})" if spec_hashes else ""
+    params = list(spec_hashes or [])
+    total = store.con.execute(f"SELECT count(*) FROM records {where}", params).fetchone()[0]
+    rows = store.con.execute(
+        "SELECT record_id, decision, corrected_output IS NOT NULL AND coalesce(correction_valid, false), status "
+        f"FROM review_decisions WHERE record_id IN (SELECT record_id FROM records {where})", params).fetchall()
+    if not rows:
+        return None
+    per: dict[str, set] = {}
+    for rid, decision, corrected, st in rows:
+        if st != "submitted":
+            continue
+        per.setdefault(rid, set()).add("corrected" if corrected else decision)
+    c = Counter()
+    for votes in per.values():
+        if "corrected" in votes:
+            c["corrected"] += 1
+        elif votes >= {"accept", "reject"}:
+            c["disagreements"] += 1
+        elif "reject" in votes:
+            c["rejected"] += 1
+        elif "accept" in votes:
+            c["accepted"] += 1
+    return {"records": total, "reviewed": len(per), "accepted": c["accepted"], "corrected": c["corrected"],
+            "rejected": c["rejected"], "disagreements": c["disagreements"], "unreviewed": total - len(per)}
+
+
+# ---------------------------------------------------------------- whole reports
+
+
+def from_snapshot(path: Path) -> dict:
+    from mashbill.curation.snapshot import SPLITS, verify
+
+    m = verify(path)
+    stats = json.loads((path / "stats.json").read_text(encoding="utf-8"))
+    cells, langs, tokens = {}, {}, []
+    for s in SPLITS:
+        t = pq.read_table(path / "data" / f"{s}.parquet", columns=["cell", "lang", "n_tokens"]).to_pydict()
+        cells[s] = dict(sorted(Counter(t["cell"]).items()))
+        langs[s] = dict(sorted(Counter(t["lang"]).items()))
+        tokens += [n for n in t["n_tokens"] if n is not None]
+    tp = m["trainer_profile"]
+    return {
+        "title": f"Snapshot {m['ref']}", "source": "snapshot", "path": str(path), "kind": m["kind"],
+        "summary": {"snapshot id": m["snapshot_id"][:16], "examples": m["selection"]["examples"],
+                    **{f"{s} examples": m["splits"]["counts"][s] for s in SPLITS},
+                    "left out": m["rejects"]["total"], "cells below quota": len(m["cells"]["below_quota"]),
+                    "specs": ", ".join(f"{s['name']}@{s['version']}" for s in m["specs"]),
+                    "teacher": ", ".join(sorted({t["model"] for t in m["teacher"]})) or "n/a"},
+        "dims": m["cells"]["dims"], "labels": cells, "languages": langs,
+        "tokens": {"values": tokens, "max_seq_len": tp["max_seq_len"], "tokenizer": tp["tokenizer"]} if tokens else None,
+        "verdicts": m["verdicts"], "rejects": m["rejects"]["by_code"], "below_quota": m["cells"]["below_quota"],
+        "accept_rate": stats["accept_rate"], "latency": stats["latency"], "review": stats.get("review"),
+        "preference": m.get("preference"),
+    }
+
+
+def from_store(path: Path) -> dict:
+    from mashbill.specs import find_spec, load_spec
+    from mashbill.specs.model import TrainerProfile
+
+    with Store.open(path, read_only=True) as store:
+        specs = store.con.execute("SELECT DISTINCT spec_name, spec_version, spec_hash, kind FROM records "
+                                  "ORDER BY ALL").fetchall()
+        cells: dict[str, dict] = {}
+        langs: dict[str, dict] = {}
+        convs: dict[tuple, list] = {}
+        profiles: dict[tuple, tuple] = {}
+        dims_used = None
+        for name, version, shash, kind in specs:
+            group = f"{name}@{version}"
+            resolved = None
+            try:
+                cand = load_spec(find_spec(f"{name}@{version}"))
+                resolved = cand if cand.hash == shash else None
+            except Exception:  # a spec that is not in the library: fall back to the default profile
+                resolved = None
+            dims = dims_for(kind, resolved.spec.curation.quotas.dims if resolved else [])
+            dims_used = dims_used or dims
+            c, lg = Counter(), Counter()
+            profile = resolved.spec.trainer_profile if resolved else TrainerProfile()
+            key = (profile.model_dump_json(), str(resolved.path.parent) if resolved else "")
+            profiles[key] = (profile, resolved.path.parent if resolved else None)
+            for rec in store.records(spec_hash=shash, status="accepted"):
+                labels = labels_of(dims, kind, rec.input, rec.output, rec.meta)
+                c[f"{cell_name(labels, dims)}"] += 1
+                lg[rec.input.get("lang") or rec.meta.get("lang") or "none"] += 1
+                convs.setdefault(key, []).append((rec.id, rec.training_messages))
+            cells[group] = dict(sorted(c.items()))
+            langs[group] = dict(sorted(lg.items()))
+        series = store_series(store, None, None)
+        verdicts = dict(store.con.execute("SELECT code, count(*) FROM verdicts GROUP BY code ORDER BY code").fetchall())
+    tokens, max_len, tokenizer, sampled = [], None, None, False
+    from mashbill.curation.tokens import token_lengths
+
+    for key, items in convs.items():
+        profile, base = profiles[key]
+        if len(items) > TOKEN_SAMPLE:
+            items = sorted(items, key=lambda t: hashlib.sha256(t[0].encode()).hexdigest())[:TOKEN_SAMPLE]
+            sampled = True
+        lengths = token_lengths(profile, base, [m for _, m in items])
+        if lengths:
+            tokens += lengths
+            max_len = profile.max_seq_len if max_len is None else min(max_len, profile.max_seq_len)
+            tokenizer = profile.tokenizer
+    total = sum(series["status"].values())
+    return {
+        "title": f"Store {path}", "source": "store", "path": str(path), "kind": ", ".join(sorted({s[3] for s in specs})),
+        "summary": {"records": total, **{k: v for k, v in series["status"].items()},
+                    "accept rate": f"{series['status'].get('accepted', 0) / total:.1%}" if total else "n/a",
+                    "specs": ", ".join(f"{s[0]}@{s[1]}" for s in specs),
+                    "teacher calls": series["latency"].get("n", 0)},
+        "dims": dims_used or [], "labels": cells, "languages": langs,
+        "tokens": ({"values": tokens, "max_seq_len": max_len, "tokenizer": tokenizer, "sampled": sampled}
+                   if tokens else None),
+        "verdicts": verdicts, "rejects": None, "below_quota": {}, "accept_rate": series["accept_rate"],
+        "latency": series["latency"], "review": series["review"], "preference": None,
+    }

@@ -1,0 +1,64 @@
+"""Token lengths of snapshot examples under the spec's trainer profile (tokenizer + chat template).
+
+The tokenizer and template are loaded offline by the validators (`mashbill.validators.tokenizer`), the
+same way span coverage loads them, so the manifest's template hash is the template validation rendered
+with. Without the `validate` extra the lengths are simply absent (None), never guessed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from mashbill.specs.model import TrainerProfile
+
+log = logging.getLogger(__name__)
+
+
+def _load(profile: TrainerProfile, base_dir: Path | None):
+    try:
+        from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
+    except ImportError as exc:
+        return None, None, f"validators' tokenizer loader unavailable ({exc})"
+    from mashbill.errors import MashbillError
+
+    try:
+        loaded = load_tokenizer(profile.tokenizer, base_dir)
+        template = resolve_chat_template(loaded, profile.chat_template, base_dir)
+    except (MashbillError, ImportError, OSError) as exc:
+        return None, None, str(exc).splitlines()[0]
+    return loaded, template, None
+
+
+def profile_facts(profile: TrainerProfile, base_dir: Path | None) -> dict:
+    """The trainer profile as the manifest records it, with the chat template's sha256 when it can be read."""
+    facts = profile.model_dump(mode="json")
+    loaded, template, why = _load(profile, base_dir)
+    facts["chat_template_sha256"] = hashlib.sha256(template.encode()).hexdigest() if template else None
+    if why:
+        facts["chat_template_note"] = why
+    return facts
+
+
+def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations: Sequence[Sequence[dict]]
+                  ) -> list[int] | None:
+    """Tokens of each conversation rendered with the profile's chat template (as the trainer renders it)."""
+    if not conversations:
+        return []
+    loaded, template, why = _load(profile, base_dir)
+    if loaded is None:
+        log.warning("token lengths skipped: %s", why)
+        return None
+    tok = loaded.tok
+    try:
+        if template:
+            texts = [tok.apply_chat_template(list(c), chat_template=template, tokenize=False) for c in conversations]
+        else:
+            texts = ["\n".join(m["content"] for m in c) for c in conversations]
+        enc = tok(texts, add_special_tokens=False)["input_ids"]
+    except Exception as exc:  # a template that cannot render these messages: report, do not fail the freeze
+        log.warning("token lengths skipped: the chat template failed: %s", str(exc).splitlines()[0])
+        return None
+    return [len(ids) for ids in enc]
