@@ -1,0 +1,73 @@
+"""Re-validate a reviewer's corrected output through the same checks generation and validation use.
+
+A correction is the text of the `correction` question. It counts only when it differs from the
+teacher's output (the question starts pre-filled with it). It must parse as JSON (PARSE001), match
+the spec's output schema (SCHEMA001) and pass the spec's record checks from
+`mashbill.validators.record_checks` (the routing rules, with the codes `mashbill validate` stores).
+A reject-severity finding makes it invalid: it is stored with its issues and
+`correction_valid = false`, and curation does not use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jsonschema
+
+from mashbill.factory.records import Record, Verdict
+from mashbill.specs import ResolvedSpec
+
+RuleCheck = Callable[[Record, Any], list[Verdict]]
+
+
+@dataclass(frozen=True)
+class CorrectionCheck:
+    given: bool  # a correction that differs from the teacher's output
+    value: Any = None  # the parsed correction (None when not given or not JSON)
+    valid: bool | None = None  # None when not given
+    issues: tuple[dict, ...] = ()  # {"code", "severity", "detail"} per finding
+
+
+def rule_checker(rs: ResolvedSpec) -> RuleCheck | None:
+    """The spec's record checks (routing rules) over a candidate output; None for specs without any."""
+    from mashbill.validators import record_checks
+
+    checks = record_checks(rs, stage="review")
+    if not checks:
+        return None
+
+    def check(record: Record, value: Any) -> list[Verdict]:
+        candidate = dataclasses.replace(record, output=value)
+        return [v for c in checks for v in c(candidate)]
+
+    return check
+
+
+class CorrectionValidator:
+    def __init__(self, rs: ResolvedSpec):
+        self.schema = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
+        self.rules = rule_checker(rs)
+
+    def check(self, record: Record, text: Any) -> CorrectionCheck:
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return CorrectionCheck(False)
+        if not isinstance(text, str):
+            text = json.dumps(text, ensure_ascii=False)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return CorrectionCheck(True, None, False, (
+                {"code": "PARSE001", "severity": "reject", "detail": f"not JSON: {exc.msg} at char {exc.pos}"},))
+        if value == record.output:
+            return CorrectionCheck(False)
+        issues = []
+        for err in sorted(self.schema.iter_errors(value), key=lambda e: list(e.absolute_path))[:5]:
+            where = "/".join(map(str, err.absolute_path)) or "(root)"
+            issues.append({"code": "SCHEMA001", "severity": "reject", "detail": f"{where}: {err.message[:200]}"})
+        if self.rules is not None and not issues:
+            issues += [{"code": v.code, "severity": v.severity, "detail": v.detail} for v in self.rules(record, value)]
+        valid = not any(i["severity"] == "reject" for i in issues)
+        return CorrectionCheck(True, value, valid, tuple(issues))

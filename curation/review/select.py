@@ -1,0 +1,93 @@
+"""Which stored records go to review.
+
+    all               every record of the spec that has teacher output (accepted or rejected)
+    flagged           records with any finding: a reject, penalty or flag verdict
+    low-confidence    records whose confidence is below 0.85 (or `low-confidence:T`), lowest first
+    random:N          a fixed pseudo-random sample of N records (the same N for the same spec; a larger N
+                      extends the smaller sample, so re-pushing never reshuffles what reviewers have)
+
+Confidence is the teacher's own score when the record carries one (`meta.confidence`, 0..1);
+otherwise it comes from the findings: 1.0, minus 0.5 for any reject, 0.2 per penalty and 0.1 per
+flag, floored at 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+
+from mashbill.curation.review.errors import ReviewError
+from mashbill.curation.review.layout import ReviewItem
+from mashbill.factory.records import Verdict
+from mashbill.factory.store import Store
+from mashbill.specs import ResolvedSpec
+
+LOW_CONFIDENCE = 0.85
+SELECT_HELP = "flagged | low-confidence[:T] | random:N | all"
+
+
+def parse_selection(text: str) -> tuple[str, float | int | None]:
+    m = re.fullmatch(r"(all|flagged)|low-confidence(?::(0?\.\d+|1(?:\.0*)?|0))?|random:(\d+)", text.strip())
+    if not m:
+        raise ReviewError(f"--select: expected {SELECT_HELP}, found {text!r}")
+    if m.group(1):
+        return m.group(1), None
+    if m.group(3):
+        n = int(m.group(3))
+        if n < 1:
+            raise ReviewError("--select random:N needs N >= 1")
+        return "random", n
+    return "low-confidence", float(m.group(2)) if m.group(2) else LOW_CONFIDENCE
+
+
+def confidence(meta: dict, verdicts: list[Verdict]) -> float:
+    own = meta.get("confidence")
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and 0 <= own <= 1:
+        return float(own)
+    score = 1.0
+    if any(v.severity == "reject" for v in verdicts):
+        score -= 0.5
+    score -= 0.2 * sum(v.severity == "penalty" for v in verdicts)
+    score -= 0.1 * sum(v.severity == "flag" for v in verdicts)
+    return round(max(0.0, score), 4)
+
+
+def review_items(store: Store, rs: ResolvedSpec) -> list[ReviewItem]:
+    """Every record of this spec (by hash) that has teacher output, with its verdicts and teacher."""
+    records = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"]
+    if not records:
+        other = store.con.execute(
+            "SELECT count(*) FROM records WHERE spec_name = ? AND spec_version = ? AND spec_hash <> ?",
+            [rs.spec.name, rs.spec.version, rs.hash]).fetchone()[0]
+        if other:
+            raise ReviewError(f"the store {store.root} holds {other} record(s) of {rs.ref} made with a different "
+                              f"spec content (hash) than {rs.path} now has; nothing of this version to review")
+        return []
+    verdicts: dict[str, list[Verdict]] = defaultdict(list)
+    for rid, stage, code, severity, detail in store.con.execute(
+            "SELECT v.record_id, v.stage, v.code, v.severity, v.detail FROM verdicts v "
+            "JOIN records r USING (record_id) WHERE r.spec_hash = ? ORDER BY v.record_id, v.stage, v.code",
+            [rs.hash]).fetchall():
+        verdicts[rid].append(Verdict(code, severity, detail or "", stage))
+    teachers = {rid: f"{model}" for rid, model in store.con.execute(
+        "SELECT r.record_id, coalesce(u.model, 'unknown') FROM records r LEFT JOIN runs u USING (run_id) "
+        "WHERE r.spec_hash = ?", [rs.hash]).fetchall()}
+    return [ReviewItem(r, tuple(verdicts[r.id]), confidence(r.meta, verdicts[r.id]), teachers.get(r.id, "unknown"))
+            for r in records]
+
+
+def select(items: list[ReviewItem], mode: str, arg=None, seed: int = 0) -> list[ReviewItem]:
+    if mode == "all":
+        return list(items)
+    if mode == "flagged":
+        return [i for i in items if i.verdicts]
+    if mode == "low-confidence":
+        threshold = LOW_CONFIDENCE if arg is None else float(arg)
+        return sorted((i for i in items if i.confidence < threshold), key=lambda i: (i.confidence, i.record.id))
+    if mode == "random":
+        def key(i: ReviewItem) -> str:
+            return hashlib.sha256(f"{seed}:{i.record.id}".encode()).hexdigest()
+
+        return sorted(items, key=key)[: int(arg)]
+    raise ReviewError(f"unknown selection {mode!r}; expected {SELECT_HELP}")
