@@ -3,5 +3,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
+# Headless Chromium checks the HTML report and the annotation page (Debian's package; needs root or sudo).
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "[test] installing Debian's chromium for the browser checks" >&2
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+# The review tests start a real argilla-server; build its own environment up front (cached, ~1 minute once).
+.venv/bin/mashbill review serve --build-only >&2
 export MASHBILL_VOCAB_DIR="${MASHBILL_VOCAB_DIR:-${MASHBILL_CACHE:-$HOME/.cache/mashbill}/vocab}"
 exec .venv/bin/python -m pytest -q "$@"
