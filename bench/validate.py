@@ -1,0 +1,205 @@
+"""Validation throughput and the token-span speed-up, measured side by side in one run.
+
+    .venv/bin/python bench/validate.py [--records 260000] [--tokenizer qwen2] [--max-seq-len 4096] [--jobs 2]
+                                       [--naive-sample N]
+
+The corpus is synthetic and shaped like the reference's planner dataset (mashbill.validators.synthetic): five
+framings of a ~2,500-token system prompt whose category block varies per record, queries of 5-200 tokens,
+JSON plan targets of 13-300 tokens, 5% five-message correction samples. Records are generated in chunks (each
+depends only on seed and index), so memory stays flat at any size.
+
+1. validate_records_per_s_core: schema + routing rules + dedup (exact and MinHash/LSH near duplicates) over the
+   corpus, in one process, divided by the CPU seconds it took.
+2. span_speedup: CPU seconds per example of the naive method (render and tokenize every full example with the
+   trainer's own apply_chat_template call) over CPU seconds per example of the fast method (cuts at proven-safe
+   boundaries, cached piece counts). By default the naive method runs on the WHOLE corpus; --jobs spreads it over
+   processes (CPU time is summed, so the ratio stays per core). --naive-sample N runs it on a random sample only:
+   the speed-up is then per example and the agreement covers the sample (the run says so).
+3. span_agreement: the share of compared examples on which both methods give the same total, the same trained
+   token ranges and the same verdicts. Anything below 1.0 is a bug (and the exit status is 1).
+
+Tokenizer: a vocab-only GGUF from MASHBILL_VOCAB_DIR (default ~/.cache/mashbill/vocab), with the ChatML template
+with generation markers (what the reference forced for assistant-only loss). The last line is machine-readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+CHUNK = 10_000
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def _children_cpu() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+_ENGINE = None
+_ARGS = None
+
+
+def _naive_indices(indices):
+    """Worker: the naive signatures of the given corpus indices (records regenerated from seed and index)."""
+    from mashbill.validators.spans import TrainingExample
+    from mashbill.validators.synthetic import make_record
+
+    out = []
+    for i in indices:
+        r = make_record(_ARGS.seed, i)
+        out.append(_ENGINE.naive(TrainingExample(r.id, r.messages)).signature())
+    return out
+
+
+def main() -> None:
+    global _ENGINE, _ARGS
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=260_000)
+    ap.add_argument("--tokenizer", default="qwen2", help="ggml-vocab-<NAME>.gguf, or a path / embedded:NAME")
+    ap.add_argument("--chat-template", default="chatml")
+    ap.add_argument("--max-seq-len", type=int, default=4096)
+    ap.add_argument("--loss", default="assistant-only")
+    ap.add_argument("--jobs", type=int, default=1, help="processes for the naive pass")
+    ap.add_argument("--naive-sample", type=int, default=0, help="naive method on a random sample only (see above)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = _ARGS = ap.parse_args()
+
+    import fastjsonschema
+    import json
+
+    from mashbill.specs.loader import LIBRARY, load_catalog
+    from mashbill.validators.dedup import dedup
+    from mashbill.validators.plans import Shown
+    from mashbill.validators.routing import check_plan
+    from mashbill.validators.ruleset import load_ruleset
+    from mashbill.validators.spans import SpanEngine, SpanResult, TrainingExample, judge
+    from mashbill.validators.synthetic import corpus
+    from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
+    from mashbill.validators.triggers import triggers_for
+
+    vocab = Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
+    tok_ref = args.tokenizer
+    if not (tok_ref.startswith("embedded:") or os.sep in tok_ref or tok_ref.endswith(".gguf")):
+        tok_ref = str(vocab / f"ggml-vocab-{tok_ref}.gguf")
+    n = args.records
+
+    # ---- 1. schema + rules + dedup
+    rules = load_ruleset()
+    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+    schema = json.loads((LIBRARY / "shared" / "schemas" / "plan@1.json").read_text(encoding="utf-8"))
+    trig = triggers_for(rules)
+    check = fastjsonschema.compile(schema)
+    codes: dict[str, int] = {}
+    ids, queries = [], []
+    rules_cpu = gen_s = 0.0
+    corrections = 0
+    for c in range(0, n, CHUNK):
+        t = time.perf_counter()
+        recs = corpus(min(CHUNK, n - c), seed=args.seed, start=c)
+        gen_s += time.perf_counter() - t
+        c0 = _cpu()
+        for r in recs:
+            try:
+                check(r.plan)
+            except fastjsonschema.JsonSchemaException:
+                codes["SCHEMA001"] = codes.get("SCHEMA001", 0) + 1
+            shown = Shown(frozenset(r.taxonomy_shown), r.taxonomy_renamed)
+            for v in check_plan(rules, r.query, r.plan, shown, catalog, trig.analyze(r.query)):
+                codes[v.code] = codes.get(v.code, 0) + 1
+        rules_cpu += _cpu() - c0
+        ids += [r.id for r in recs]
+        queries += [r.query for r in recs]
+        corrections += sum(len(r.messages) > 3 for r in recs)
+    c1 = _cpu()
+    dres = dedup(ids, queries, rules.checks.dedup)
+    dedup_cpu = _cpu() - c1
+    for vs in dres.verdicts.values():
+        for v in vs:
+            codes[v.code] = codes.get(v.code, 0) + 1
+    per_core = n / (rules_cpu + dedup_cpu)
+    print(f"corpus: {n} records ({corrections} correction samples), generated in {gen_s:.1f}s")
+    print(f"schema+rules: {rules_cpu:.1f} cpu-s ({n / rules_cpu:,.0f}/s), dedup: {dedup_cpu:.1f} cpu-s "
+          f"({n / dedup_cpu:,.0f}/s), together {per_core:,.0f} records/s/core")
+    print(f"  verdicts: {dict(sorted(codes.items()))}; dedup {dres.summary()}", flush=True)
+
+    # ---- 2./3. spans: fast over the whole corpus, naive over the whole corpus or a sample
+    loaded = load_tokenizer(tok_ref)
+    template = resolve_chat_template(loaded, args.chat_template)
+    engine = _ENGINE = SpanEngine(loaded, template, loss=args.loss)
+    print(f"spans: {loaded.name}, template {args.chat_template}, loss {args.loss}, policy {engine.policy.name}",
+          flush=True)
+    fast_sig: list[tuple] = []
+    fast_flags: list[tuple] = []
+    fast_cpu = 0.0
+    for c in range(0, n, CHUNK):
+        recs = corpus(min(CHUNK, n - c), seed=args.seed, start=c)
+        examples = [TrainingExample(r.id, r.messages) for r in recs]
+        c0 = _cpu()
+        res = engine.fast(examples)
+        fast_cpu += _cpu() - c0
+        fast_sig += [x.signature() for x in res]
+        fast_flags += [(x.n_assistant_spans, x.correction) for x in res]
+    print(f"  fast : {fast_cpu:.1f} cpu-s, {n / fast_cpu:,.0f} examples/s/core "
+          f"({engine.counter.encoded_pieces} new pieces tokenized)", flush=True)
+
+    picked = list(range(n))
+    if args.naive_sample and args.naive_sample < n:
+        picked = sorted(random.Random(args.seed).sample(picked, args.naive_sample))
+        print(f"  naive on a random sample of {len(picked)} of {n} examples", flush=True)
+    c0, cc0, w0 = _cpu(), _children_cpu(), time.perf_counter()
+    parts = [picked[i:i + 500] for i in range(0, len(picked), 500)]
+    naive: list[tuple] = []
+    if args.jobs > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(args.jobs) as pool:
+            for k, part in enumerate(pool.imap(_naive_indices, parts)):
+                naive += part
+                if (k + 1) % max(1, len(parts) // 10) == 0:
+                    print(f"  naive: {len(naive)}/{len(picked)}", flush=True)
+    else:
+        for k, part in enumerate(parts):
+            naive += _naive_indices(part)
+            if (k + 1) % max(1, len(parts) // 10) == 0:
+                print(f"  naive: {len(naive)}/{len(picked)}", flush=True)
+    naive_cpu = (_cpu() - c0) + (_children_cpu() - cc0)
+    print(f"  naive: {naive_cpu:.1f} cpu-s, {len(picked) / naive_cpu:,.1f} examples/s/core "
+          f"(wall {time.perf_counter() - w0:.1f}s)", flush=True)
+
+    agree, first_bad, cut = 0, None, 0
+    for i, nsig in zip(picked, naive):
+        fsig = fast_sig[i]
+        n_asst, corr = fast_flags[i]
+        fres = SpanResult(ids[i], fsig[0], fsig[1], error=fsig[2], n_assistant_spans=n_asst, correction=corr)
+        nres = SpanResult(ids[i], nsig[0], nsig[1], error=nsig[2], n_assistant_spans=n_asst, correction=corr)
+        fv = [v.code for v in judge(fres, args.max_seq_len, "right", args.loss).verdicts]
+        nv = [v.code for v in judge(nres, args.max_seq_len, "right", args.loss).verdicts]
+        if fsig == nsig and fv == nv:
+            agree += 1
+        elif first_bad is None:
+            first_bad = (ids[i], nsig, fsig)
+        cut += any(code in ("SPAN001", "SPAN002") for code in fv)
+    agreement = agree / len(picked)
+    speedup = (naive_cpu / len(picked)) / (fast_cpu / n)
+    scope = "the whole corpus" if len(picked) == n else f"a random sample of {len(picked)}"
+    print(f"  agreement {agree}/{len(picked)} on {scope}; targets cut at {args.max_seq_len}: {cut}"
+          + (f"; first mismatch {first_bad}" if first_bad else ""))
+    print(f"span_speedup={speedup:.1f} span_agreement={agreement:.6f} validate_records_per_s_core={per_core:.0f} "
+          f"records={n}")
+    sys.exit(0 if agreement == 1.0 else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Fixtures for the validator tests: real tokenizers from GGUF files, the real rule set and tool catalog."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from vhelpers import vocab  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def ruleset():
+    from mashbill.validators.ruleset import load_ruleset
+
+    return load_ruleset()
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    from mashbill.specs.loader import LIBRARY, load_catalog
+
+    return load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+
+
+@pytest.fixture(scope="session")
+def qwen2():
+    from mashbill.validators.tokenizer import load_tokenizer
+
+    return load_tokenizer(str(vocab("qwen2")))
+
+
+@pytest.fixture(scope="session")
+def llama3():
+    from mashbill.validators.tokenizer import load_tokenizer
+
+    return load_tokenizer(str(vocab("llama-bpe")))
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    from mashbill.validators.tokenizer import load_tokenizer
+
+    return load_tokenizer("embedded:smollm2-135m-instruct")

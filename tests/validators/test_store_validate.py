@@ -1,0 +1,131 @@
+"""`mashbill validate SPEC --store DIR` on stored records: verdicts land in the store (stage 'validate'), a rerun
+replaces them, and the routing rules, schema, dedup, leakage and span checks all report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from mashbill.cli import main
+from mashbill.factory.records import Record, SpecRef, Verdict
+from mashbill.factory.store import Store
+from mashbill.specs import find_spec, load_spec, render_prompt
+from vhelpers import assert_known_codes
+
+CALC = [{"task": "Compute 17% of 2840.", "category": "precision_tools", "mcp_tool": "calculate",
+         "mcp_args": {"expression": "2840 * 0.17"}}]
+GENERAL = [{"task": "Compute 17% of 2840.", "category": "general"}]
+LEGAL_ONLY = [{"task": "Erkläre § 823 Abs. 2 BGB.", "category": "legal_advisor"}]
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory):
+    rs = load_spec(find_spec("plan-moe"))
+    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
+    rows = [  # id, query, output, status, extra meta
+        ("r1", "What is 17% of 2840?", CALC, "accepted", {}),
+        ("r2", "What is 18% of 2840?", GENERAL, "accepted", {}),
+        ("r3", "Was bedeutet § 823 Abs. 2 BGB für Radfahrer ohne Licht?", LEGAL_ONLY, "accepted", {}),
+        ("r4", "what is 17 % of 2840 ?", CALC, "accepted", {}),
+        ("r5", "Wie spät ist es in Tokio, wenn es in Berlin 9 Uhr ist?", None, "rejected", {}),
+        ("r6", "Erkläre mir den Unterschied zwischen TCP und UDP in zwei Sätzen.",
+         [{"task": "Erkläre TCP vs UDP.", "category": "general"}], "accepted", {"split": "eval"}),
+        ("r7", "Erkläre mir den Unterschied zwischen TCP und UDP in zwei Sätzen!",
+         [{"task": "Erkläre TCP vs UDP.", "category": "general"}], "accepted", {}),
+        ("r8", "Schreib mir bitte eine Mail an anna.schmidt@example.de wegen des Termins.",
+         [{"task": "Schreibe die Mail.", "category": "general", "bogus": 1}], "accepted", {}),
+    ]
+    records = []
+    for rid, query, output, status, extra in rows:
+        prompt = render_prompt(rs, {"query": query, "lang": "de"}, rid)
+        meta = {**prompt.meta(), "lang": "de", **extra}
+        raw = json.dumps(output) if output is not None else "Es ist 16 Uhr"
+        records.append(Record(rid, "plan", {"query": query, "lang": "de"}, output, raw, ref, status,
+                              prompt.training_messages, meta))
+    root = tmp_path_factory.mktemp("store")
+    with Store.open(root) as store:
+        run = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash, kind="plan",
+                              backend="test", model="test", model_sha256=None, model_info=None, sampling={})
+        gen = {"r5": [Verdict("PARSE001", "reject", "not JSON")]}
+        store.write_batch(run, records, gen, [])
+    return root
+
+
+def _validate(store_dir, *args):
+    return CliRunner().invoke(main, ["validate", "plan-moe", "--store", str(store_dir), *map(str, args)],
+                              catch_exceptions=False)
+
+
+def _stored(store_dir):
+    with Store.open(store_dir, read_only=True) as store:
+        rows = store.sql("SELECT record_id, code FROM verdicts WHERE stage = 'validate' ORDER BY 1, 2").to_pylist()
+        events = store.sql("SELECT validation_id, counts AS detail FROM validation_runs").to_pylist()
+        covered = store.sql("SELECT count(DISTINCT record_id) AS n FROM record_validations").to_pylist()[0]["n"]
+        accepted = store.sql("SELECT count(*) AS n FROM records WHERE status = 'accepted'").to_pylist()[0]["n"]
+        assert covered == (accepted if events else 0)  # every validated record is marked covered
+        other = store.sql("SELECT count(*) AS n FROM verdicts WHERE stage = 'generate'").to_pylist()[0]["n"]
+    return [(r["record_id"], r["code"]) for r in rows], events, other
+
+
+def test_spec_records(store_dir, tmp_path):
+    out = tmp_path / "r.json"
+    res = _validate(store_dir, "--max-seq-len", 1536, "--report", out)
+    assert res.exit_code == 1, res.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["records"] == 7  # accepted records only
+    got, events, generate_verdicts = _stored(store_dir)
+    codes = {}
+    for rid, code in got:
+        codes.setdefault(rid, set()).add(code)
+    assert all("SPAN002" in codes[r] for r in ("r1", "r2", "r3", "r4", "r6", "r7", "r8"))
+    assert "HR001" in codes["r2"] and "HR001" not in codes["r1"]
+    assert "HR003" in codes["r3"]
+    assert "DUP001" in codes["r4"]
+    assert "LEAK001" in codes["r7"] and "LEAK001" not in codes["r6"]
+    assert "SCHEMA001" in codes["r8"] and "PII001" in codes["r8"]
+    assert "r5" not in codes and generate_verdicts == 1
+    assert len(events) == 1 and json.loads(events[0]["detail"])["SPAN002"] == 7
+    assert report["rules"]["rule_set"] == "moe-routing@1"
+    assert_known_codes(report)
+
+    # a rerun with the spec's own window replaces the earlier verdicts instead of adding to them
+    res = _validate(store_dir, "--report", out)
+    got2, events, _ = _stored(store_dir)
+    assert not any(code.startswith("SPAN") for _, code in got2)
+    assert {c for _, c in got} - {"SPAN002", "SPAN003"} == {c for _, c in got2}
+    assert len(got2) == len([g for g in got if not g[1].startswith("SPAN")])
+    assert len(events) == 2
+
+    # --all includes the record rejected at generation (its output did not parse)
+    res = _validate(store_dir, "--all", "--no-write", "--report", out)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["records"] == 8 and report["counts"]["SCHEMA002"] == 1
+    assert _stored(store_dir)[0] == got2  # --no-write left the store alone
+
+
+def test_unknown_spec_hash(tmp_path):
+    with Store.open(tmp_path / "s"):
+        pass
+    res = CliRunner().invoke(main, ["validate", "plan-moe", "--store", str(tmp_path / "s")])
+    assert res.exit_code == 2 and "no accepted records of plan-moe@1" in res.output
+
+
+def test_record_checks_for_the_factory():
+    from mashbill.validators import CODES, record_checks
+    from mashbill.validators.ruleset import load_ruleset
+
+    rs = load_spec(find_spec("plan-moe"))
+    checks = record_checks(rs)
+    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
+    prompt = render_prompt(rs, {"query": "What is 17% of 2840?"}, "x")
+    rec = Record("x", "plan", {"query": "What is 17% of 2840?"}, GENERAL, "", ref, "accepted",
+                 prompt.training_messages, prompt.meta())
+    verdicts = [v for check in checks for v in check(rec)]
+    assert [v.code for v in verdicts] == ["HR001"] and verdicts[0].stage == "generate"
+    ok = Record("y", "plan", {"query": "What is 17% of 2840?"}, CALC, "", ref, "accepted", prompt.training_messages,
+                prompt.meta())
+    assert [v for check in checks for v in check(ok)] == []
+    rule_codes = {r.code for r in load_ruleset(rs.file_paths["rules"]).rules}
+    assert not rule_codes & set(CODES)

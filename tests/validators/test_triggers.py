@@ -1,0 +1,127 @@
+"""Trigger evaluation details that the per-rule fixtures do not pin down directly."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mashbill.errors import SpecError
+from mashbill.validators.ruleset import load_ruleset
+from mashbill.validators.triggers import _fast_boundary, _lower_pattern, triggers_for
+
+
+@pytest.fixture(scope="module")
+def trig(ruleset):
+    return triggers_for(ruleset)
+
+
+@pytest.mark.parametrize("query,law,paragraphs", [
+    ("Was bedeutet § 823 Abs. 2 BGB für Radfahrer?", "BGB", ("823",)),
+    ("Wann greifen §§ 280, 281 BGB?", "BGB", ("280", "281")),
+    ("Greift § 1004 I 2 BGB?", "BGB", ("1004",)),
+    ("Ist § 263a StGB einschlägig?", "StGB", ("263a",)),
+    ("Was regelt Art. 6 Abs. 1 lit. f DSGVO?", "DSGVO", ("6",)),
+    ("What does Section 242 of the German Civil Code say?", "BGB", ("242",)),
+    ("Was steht in § 433 des Bürgerlichen Gesetzbuches?", "BGB", ("433",)),
+])
+def test_citations(trig, query, law, paragraphs):
+    cites = trig.analyze(query).citations
+    assert cites, f"no citation found in {query!r}"
+    assert cites[0].law == law
+    assert cites[0].paragraphs == paragraphs
+
+
+@pytest.mark.parametrize("query", ["Was ist ein Paragraph?", "Erkläre das Mietrecht.", "Section 5 of my report",
+                                   "Art. 5 of the contract"])
+def test_no_citation(trig, query):
+    assert trig.analyze(query).citations == ()
+
+
+@pytest.mark.parametrize("query,intent", [
+    ("Wie viel ist 17 × 23?", "arithmetic"),
+    ("Berechne die Summe 1 bis 1000.", "arithmetic"),
+    ("What is 1847 * 23 + 519?", "arithmetic"),
+    ("Welcher Wochentag war der 15.07.2024?", "weekday"),
+    ("How many days are there between 2024-03-01 and 2024-12-24?", "date_diff"),
+    ("Rechne 100 km/h in m/s um.", "unit_conversion"),
+    ("What is the broadcast address of 10.0.0.0/8?", "subnet"),
+    ("Compute the SHA-256 of 'hello'.", "hashing"),
+    ("Encode 'Hallo Welt' as base64.", "base64"),
+    ("Was ist der ggT von 48 und 18?", "gcd_lcm"),
+    ("Zerlege 360 in Primfaktoren.", "prime_factors"),
+    ("Median of 3, 9, 4, 12 and 7?", "statistics"),
+])
+def test_intents(trig, query, intent):
+    assert intent in trig.analyze(query).intents
+
+
+@pytest.mark.parametrize("query", [
+    "Welche Pflichten legt die Richtlinie 2001/83/EG Herstellern auf?",
+    "Berechne den Heizwärmebedarf nach DIN V 4108-6.",
+    "Beweise, dass 1+2+…+n = n(n+1)/2.",
+    "Explain the bias-variance tradeoff.",
+    "Ruf mich unter 0171-2345678 an.",
+    "Why is MD5 considered insecure?",
+    "Write a Python function that computes the factorial of n.",
+    "Das Meeting ist am 15.07.2024 um 14:30.",
+    "Installiere Python 3.11.4 auf Ubuntu 22.04.",
+])
+def test_no_precision_intent(trig, query):
+    assert trig.analyze(query).intents == {}
+
+
+def test_generic_calculation_yields_to_the_specific_intent(trig):
+    got = trig.analyze("Compute the mean and standard deviation of 4, 8, 15, 16, 23, 42.")
+    assert set(got.intents) == {"statistics"}
+
+
+@pytest.mark.parametrize("query,term", [
+    ("Implementiere den A*-Algorithmus in Python.", "A*"),
+    ("Implement Bellman-Ford in Rust.", "Bellman-Ford"),
+    ("Schreib mir ein Schachspiel in Python.", "Schachspiel"),
+    ("Write a minimax bot for tic-tac-toe.", "minimax"),
+    ("Schreibe einen JSON-Parser in Go.", "JSON-Parser"),
+])
+def test_implementation_domains(trig, query, term):
+    assert trig.analyze(query).impl == term
+
+
+def test_explaining_is_not_implementing(trig):
+    assert trig.analyze("Wie funktioniert der A*-Algorithmus?").impl is None
+
+
+def test_case_insensitive_rewrite_is_equivalent():
+    patterns = [r"(?<!\w)(?:Heiz\w*|U-Wert|bgb)(?!\w)", r"(?<!\w)(?:§|art)\s*(?P<para>\d+)", r"\S+\s[A-Z]{2}\d",
+                r"(?<!\w)a\*", r"\N{SECTION SIGN}\s*\d+"]
+    texts = ["Der U-Wert nach § 12 BGB", "heizlast art 5 ab DE12", "A* und § 3", "§ 823 ist ART 5"]
+    for p in patterns:
+        fast = re.compile(_fast_boundary(_lower_pattern(p)))
+        slow = re.compile(p, re.IGNORECASE)
+        for t in texts:
+            a = [m.span() for m in fast.finditer(t.lower())]
+            b = [m.span() for m in slow.finditer(t)]
+            assert a == b, (p, t)
+
+
+def test_rule_set_errors_name_file_line_and_field(tmp_path):
+    good = load_ruleset().model_dump(mode="json")
+    import yaml
+
+    bad = dict(good, masks=[{"name": "x", "replace": "X", "pattern": "(unclosed"}])
+    f = tmp_path / "bad@1.yaml"
+    f.write_text(yaml.safe_dump(bad, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(SpecError) as exc:
+        load_ruleset(f)
+    assert "invalid regular expression" in str(exc.value) and str(f) in str(exc.value) and exc.value.line
+
+    bad = dict(good, unknown_key=1)
+    f.write_text(yaml.safe_dump(bad, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(SpecError, match="unknown key"):
+        load_ruleset(f)
+
+    intents = dict(good["intents"])
+    intents["arithmetic"] = {"tools": ["calculate"], "triggers": [{"any": ["x"], "all": ["no_such_context"]}]}
+    f.write_text(yaml.safe_dump(dict(good, intents=intents), allow_unicode=True), encoding="utf-8")
+    with pytest.raises(SpecError, match="unknown context 'no_such_context'"):
+        load_ruleset(f)

@@ -1,0 +1,30 @@
+"""Helpers shared by the validator tests (imported as a plain module: tests/ is not a package)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def vocab_dir() -> Path:
+    return Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
+
+
+def vocab(name: str) -> Path:
+    p = vocab_dir() / f"ggml-vocab-{name}.gguf"
+    if not p.is_file():
+        raise FileNotFoundError(f"{p} is missing: the setup script extracts llama.cpp's vocab files there "
+                                f"(set MASHBILL_VOCAB_DIR to another folder if they live elsewhere)")
+    return p
+
+
+def assert_known_codes(report: dict) -> None:
+    """Every code in a report is registered (validators.CODES) or defined by the rule set."""
+    from mashbill.validators import CODES
+    from mashbill.validators.ruleset import load_ruleset
+
+    known = set(CODES) | {r.code for r in load_ruleset().rules}
+    unknown = set(report["counts"]) - known
+    assert not unknown, f"unregistered verdict codes: {unknown}"

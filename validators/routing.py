@@ -1,0 +1,386 @@
+"""Routing rules over planner plans, one entry per rule id of the rule set.
+
+Each rule is a function ``(ctx) -> list[str]`` returning one detail string per finding; the rule set file gives
+its code and severity. ``check_plan`` runs every enabled rule and returns verdicts (stage ``validate``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mashbill.factory.records import Verdict
+from mashbill.validators.plans import Plan, PlanTask, Shown, parse_plan
+from mashbill.validators.ruleset import RuleSet
+from mashbill.validators.triggers import QueryTriggers, triggers_for
+
+
+@dataclass
+class RuleContext:
+    query: str
+    plan: Plan
+    shown: Shown
+    rs: RuleSet
+    triggers: QueryTriggers
+    tools: "ToolArgs | None"
+
+    @property
+    def cats(self):
+        return self.rs.categories
+
+    def precision_tasks(self) -> list[PlanTask]:
+        return self.plan.with_category(self.cats.precision)
+
+
+class ToolArgs:
+    """The tool catalog's argument schemas, compiled once."""
+
+    def __init__(self, catalog):
+        import fastjsonschema
+
+        self.catalog = catalog
+        self.tools = dict(catalog.tools)
+        self.validators: dict[str, Callable] = {}
+        for name, tool in self.tools.items():
+            self.validators[name] = _compile_schema(tool.args)
+
+    def problems(self, tool: str, args: Any) -> list[str]:
+        if not isinstance(args, dict):
+            return [f"mcp_args of {tool} is {type(args).__name__}, expected an object"]
+        schema = self.tools[tool].args
+        out = []
+        for req in schema.get("required", []):
+            v = args.get(req)
+            if v is None or (isinstance(v, str) and not v.strip()):
+                out.append(f"{tool} lacks required argument '{req}'" + (" (null or blank)" if req in args else ""))
+        if out:
+            return out
+        message = self.validators[tool](args)
+        if message:
+            out.append(f"{tool} mcp_args invalid: {message}")
+        return out
+
+
+def _compile_schema(schema: dict) -> Callable[[Any], str | None]:
+    """A validator returning None or the first error message: fastjsonschema where it compiles the schema
+    (about 20x faster), jsonschema otherwise (fastjsonschema mistranslates some patterns, e.g. "^[^$]")."""
+    import fastjsonschema
+
+    try:
+        fn = fastjsonschema.compile(schema)
+
+        def check(value):
+            try:
+                fn(value)
+            except fastjsonschema.JsonSchemaException as exc:
+                return exc.message
+            return None
+        return check
+    except Exception:
+        import jsonschema
+
+        v = jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.FormatChecker())
+
+        def check_slow(value):
+            err = next(iter(v.iter_errors(value)), None)
+            return None if err is None else err.message
+        return check_slow
+
+
+_TOOL_ARGS: dict[int, tuple[Any, ToolArgs]] = {}
+
+
+def tool_args_for(catalog) -> ToolArgs | None:
+    if catalog is None:
+        return None
+    hit = _TOOL_ARGS.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        hit = _TOOL_ARGS[id(catalog)] = (catalog, ToolArgs(catalog))
+    return hit[1]
+
+
+# ---------------------------------------------------------------- the rules
+
+RULES: dict[str, Callable[[RuleContext], list[str]]] = {}
+
+
+def rule(rule_id: str):
+    def register(fn):
+        RULES[rule_id] = fn
+        return fn
+    return register
+
+
+def _nonempty_str(v) -> bool:
+    return isinstance(v, str) and bool(v.strip())
+
+
+def _label(t: PlanTask) -> str:
+    return f"task {t.index + 1}" + (f" ({t.id})" if not t.id.startswith("task-") else "")
+
+
+@rule("task-count")
+def task_count(ctx: RuleContext) -> list[str]:
+    if ctx.plan.shape == "invalid":
+        return [ctx.plan.problem or "not a plan"]
+    n, b = len(ctx.plan.tasks), ctx.rs.task_count
+    return [] if b.min <= n <= b.max else [f"{n} tasks, allowed {b.min}-{b.max}"]
+
+
+@rule("task-text")
+def task_text(ctx: RuleContext) -> list[str]:
+    out = []
+    for t in ctx.plan.tasks:
+        if not t.is_dict:
+            out.append(f"{_label(t)} is {type(t.raw).__name__}, not an object")
+        elif not _nonempty_str(t.get("task")):
+            out.append(f"{_label(t)} has no task text")
+        elif t.category is None:
+            out.append(f"{_label(t)} has no category")
+    return out
+
+
+@rule("category-shown")
+def category_shown(ctx: RuleContext) -> list[str]:
+    names = ctx.shown.names
+    if names is None:
+        return []
+    out = []
+    for t in ctx.plan.tasks:
+        if t.category is None or t.category in names:
+            continue
+        shown_as = [n for n, c in ctx.shown.renamed.items() if c == t.category and n in names]
+        hint = f" (shown as '{shown_as[0]}')" if shown_as else ""
+        out.append(f"{_label(t)}: category '{t.category}' was not shown for this record{hint}")
+    return out
+
+
+@rule("research-query")
+def research_query(ctx: RuleContext) -> list[str]:
+    return [f"{_label(t)}: research task without search_query" for t in ctx.plan.with_category(ctx.cats.research)
+            if not _nonempty_str(t.get("search_query"))]
+
+
+@rule("dynamic-domain")
+def dynamic_domain(ctx: RuleContext) -> list[str]:
+    return [f"{_label(t)}: dynamic task without domain" for t in ctx.plan.with_category(ctx.cats.dynamic)
+            if not _nonempty_str(t.get("domain"))]
+
+
+@rule("tool-known")
+def tool_known(ctx: RuleContext) -> list[str]:
+    out = []
+    for t in ctx.precision_tasks():
+        tool = t.get("mcp_tool")
+        if not _nonempty_str(tool):
+            out.append(f"{_label(t)}: precision_tools task without mcp_tool")
+        elif ctx.tools is not None and tool not in ctx.tools.tools:
+            out.append(f"{_label(t)}: unknown tool '{tool}'")
+    return out
+
+
+@rule("tool-args")
+def tool_args(ctx: RuleContext) -> list[str]:
+    if ctx.tools is None:
+        return []
+    out = []
+    for t in ctx.precision_tasks():
+        tool = t.get("mcp_tool")
+        if isinstance(tool, str) and tool in ctx.tools.tools:
+            if "mcp_args" not in (t.raw or {}):
+                out.append(f"{_label(t)}: {tool} without mcp_args")
+            else:
+                out.extend(f"{_label(t)}: {p}" for p in ctx.tools.problems(tool, t.get("mcp_args")))
+    return out
+
+
+@rule("dependencies")
+def dependencies(ctx: RuleContext) -> list[str]:
+    plan = ctx.plan
+    out = [f"duplicate task id '{d}'" for d in plan.duplicate_ids]
+    ids = plan.by_id()
+    raw_dep = {t.id: t.get("depends_on") for t in plan.tasks}
+    for t in plan.tasks:
+        dep = raw_dep[t.id]
+        if dep is not None and not isinstance(dep, (str, list)):
+            out.append(f"{_label(t)}: depends_on is {type(dep).__name__}")
+        for d in t.depends_on:
+            if d == t.id:
+                out.append(f"{_label(t)} depends on itself")
+            elif d not in ids:
+                out.append(f"{_label(t)}: depends_on '{d}' names no task id (ids: {', '.join(ids)})")
+    # Kahn's algorithm over the resolvable edges
+    indeg = {i: 0 for i in ids}
+    edges: dict[str, list[str]] = {i: [] for i in ids}
+    for t in plan.tasks:
+        for d in t.depends_on:
+            if d in ids and d != t.id:
+                edges[d].append(t.id)
+                indeg[t.id] += 1
+    queue = [i for i, n in indeg.items() if n == 0]
+    done = 0
+    while queue:
+        i = queue.pop()
+        done += 1
+        for j in edges[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                queue.append(j)
+    if done < len(ids):
+        out.append("dependency cycle among " + ", ".join(sorted(i for i, n in indeg.items() if n > 0)))
+    return out
+
+
+def _evidence(ctx: RuleContext) -> str:
+    return "; ".join(f"{name}: '{ctx.triggers.evidence[name]}'" for name in ctx.triggers.intents)
+
+
+@rule("precision-first")
+def precision_first(ctx: RuleContext) -> list[str]:
+    if not ctx.triggers.intents or ctx.precision_tasks():
+        return []
+    return [f"query needs an exact computation ({_evidence(ctx)}) but the plan has no precision_tools task"]
+
+
+@rule("precision-tool-match")
+def precision_tool_match(ctx: RuleContext) -> list[str]:
+    tasks = ctx.precision_tasks()
+    if not ctx.triggers.intents or not tasks:
+        return []
+    used = {t.get("mcp_tool") for t in tasks}
+    out = []
+    for name, tools in ctx.triggers.intents.items():
+        if not used & set(tools):
+            out.append(f"{name} ('{ctx.triggers.evidence[name]}') needs {' or '.join(tools)}; plan uses "
+                       f"{', '.join(sorted(str(u) for u in used))}")
+    return out
+
+
+def _legal_tasks(ctx: RuleContext) -> list[PlanTask]:
+    return [t for t in ctx.precision_tasks() if t.get("mcp_tool") == ctx.rs.legal_tool]
+
+
+@rule("legal-paragraph")
+def legal_paragraph(ctx: RuleContext) -> list[str]:
+    cites = ctx.triggers.citations
+    if not cites or _legal_tasks(ctx):
+        return []
+    return [f"query cites {cites[0].text!r} but the plan has no {ctx.rs.legal_tool} task"]
+
+
+@rule("legal-order")
+def legal_order(ctx: RuleContext) -> list[str]:
+    cites = ctx.triggers.citations
+    fetch = _legal_tasks(ctx)
+    if not cites or not fetch:
+        return []
+    advisor_cat = ctx.cats.legal_advisor
+    advisors = ctx.plan.with_category(advisor_cat)
+    if not advisors:
+        if ctx.shown.shows(advisor_cat):
+            return [f"query cites {cites[0].text!r}: the {ctx.rs.legal_tool} result is never interpreted by a "
+                    f"{advisor_cat} task"]
+        return []
+    first_fetch = fetch[0]
+    out = []
+    for a in advisors:
+        if a.index < first_fetch.index and not any(ctx.plan.depends_transitively(a, f) for f in fetch):
+            out.append(f"{_label(a)} ({advisor_cat}) comes before the {ctx.rs.legal_tool} task")
+    return out
+
+
+_PARA_NUM = re.compile(r"(\d+[a-z]?)", re.IGNORECASE)
+
+
+@rule("legal-args")
+def legal_args(ctx: RuleContext) -> list[str]:
+    cites = ctx.triggers.citations
+    fetch = _legal_tasks(ctx)
+    if not cites or not fetch:
+        return []
+    trig = triggers_for(ctx.rs)
+    wanted = {(c.law.lower(), p) for c in cites for p in c.paragraphs}
+    got = set()
+    for t in fetch:
+        args = t.get("mcp_args")
+        if isinstance(args, dict) and isinstance(args.get("law"), str):
+            para = args.get("paragraph")
+            m = _PARA_NUM.search(str(para)) if para is not None else None
+            got.add((trig.canonical_law(args["law"]).lower(), m.group(1).lower() if m else ""))
+    if wanted & got:
+        return []
+    return [f"cited {', '.join(c.text for c in cites)} but fetches "
+            f"{', '.join(f'{law} {p}' for law, p in sorted(got)) or 'nothing usable'}"]
+
+
+def _code_tasks(ctx: RuleContext) -> list[PlanTask]:
+    code = [t for t in ctx.plan.tasks if t.canonical in ctx.cats.code]
+    if code:
+        return code
+    if not any(ctx.shown.shows(c) for c in ctx.cats.code):
+        # no code category was shown: any task that is not research/precision/dynamic may carry the code
+        skip = {ctx.cats.research, ctx.cats.precision, ctx.cats.dynamic}
+        return [t for t in ctx.plan.tasks if t.canonical not in skip and t.canonical is not None]
+    return []
+
+
+@rule("research-before-code")
+def research_before_code(ctx: RuleContext) -> list[str]:
+    term = ctx.triggers.impl
+    if not term:
+        return []
+    out = []
+    if not ctx.plan.with_category(ctx.cats.research):
+        out.append(f"implementing '{term}' needs a research task first")
+    if not _code_tasks(ctx):
+        out.append(f"implementing '{term}' needs a code task ({' or '.join(ctx.cats.code)})")
+    return out
+
+
+@rule("research-order")
+def research_order(ctx: RuleContext) -> list[str]:
+    if not ctx.triggers.impl:
+        return []
+    research = ctx.plan.with_category(ctx.cats.research)
+    code = _code_tasks(ctx)
+    if not research or not code:
+        return []
+    first = min(code, key=lambda t: t.index)
+    if research[0].index < first.index or any(ctx.plan.depends_transitively(first, r) for r in research):
+        return []
+    return [f"research ({_label(research[0])}) comes after the code task ({_label(first)})"]
+
+
+@rule("niche-dynamic")
+def niche_dynamic(ctx: RuleContext) -> list[str]:
+    if not ctx.triggers.niche or ctx.plan.with_category(ctx.cats.dynamic):
+        return []
+    return [f"niche field ('{ctx.triggers.niche}') without a dynamic task"]
+
+
+# ---------------------------------------------------------------- running them
+
+
+def check_plan(rs: RuleSet, query: str, output: Any, shown: Shown, catalog=None,
+               triggers: QueryTriggers | None = None) -> list[Verdict]:
+    """All verdicts of the rule set's enabled rules for one plan."""
+    trig = triggers if triggers is not None else triggers_for(rs).analyze(query)
+    plan = parse_plan(output, shown)
+    ctx = RuleContext(query, plan, shown, rs, trig, tool_args_for(catalog))
+    out = []
+    for entry in rs.rules:
+        if not entry.enabled:
+            continue
+        fn = RULES.get(entry.id)
+        if fn is None:
+            continue  # validated at load time by `unknown_rule_ids`
+        if plan.shape == "invalid" and entry.id != "task-count":
+            continue
+        for detail in fn(ctx):
+            out.append(Verdict(entry.code, entry.severity, f"{entry.id}: {detail}", "validate"))
+    return out
+
+
+def unknown_rule_ids(rs: RuleSet) -> list[str]:
+    return [r.id for r in rs.rules if r.id not in RULES]

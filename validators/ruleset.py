@@ -1,0 +1,224 @@
+"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@1.yaml``).
+
+The file is data: codes, severities, bounds, trigger patterns. It is loaded with ``yaml.safe_load`` into the
+pydantic models below (unknown keys are rejected) and every pattern is compiled up front, so a bad regex is a
+load error naming the file, line and field, never a crash halfway through a run.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mashbill.errors import SpecError
+from mashbill.specs.loader import LIBRARY
+from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
+
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@1.yaml"
+CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskCount(_Strict):
+    min: int = Field(1, ge=0)
+    max: int = Field(4, ge=1)
+
+
+class CategoryNames(_Strict):
+    research: str = "research"
+    precision: str = "precision_tools"
+    dynamic: str = "dynamic"
+    legal_advisor: str = "legal_advisor"
+    code: list[str] = ["code_reviewer", "agentic_coder"]
+
+
+class RuleEntry(_Strict):
+    id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    code: str = Field(pattern=CODE_RE)
+    severity: Literal["reject", "penalty", "flag"]
+    description: str = ""
+    enabled: bool = True
+
+
+class Mask(_Strict):
+    name: str
+    replace: str
+    pattern: str
+    requires: list[str] = []  # the mask only runs when the text holds one of these (a cheap pre-check)
+
+
+class Trigger(_Strict):
+    any: list[str] = Field(min_length=1)
+    all: list[str] = []
+    none: list[str] = []
+    yields_to: list[str] = []  # intents that, when they fire, make this (generic) trigger redundant
+
+
+class Intent(_Strict):
+    tools: list[str] = Field(min_length=1)
+    triggers: list[Trigger] = Field(min_length=1)
+
+
+class LegalSpec(_Strict):
+    citation: list[str] = Field(min_length=1)
+    laws: dict[str, list[str]]
+
+
+class ResearchBeforeCode(_Strict):
+    domain: list[str] = Field(min_length=1)
+    needs: list[str] = []
+
+
+class DedupConfig(_Strict):
+    field: Literal["query", "prompt", "example"] = "query"
+    exact_code: str = Field("DUP001", pattern=CODE_RE)
+    exact_severity: Literal["reject", "penalty", "flag"] = "reject"
+    near_code: str = Field("DUP002", pattern=CODE_RE)
+    near_severity: Literal["reject", "penalty", "flag"] = "penalty"
+    shingle: int = Field(5, ge=1, le=16)
+    num_perm: int = Field(128, ge=16, le=1024)
+    bands: int = Field(16, ge=1)
+    threshold: float = Field(0.8, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _bands_divide(self):
+        if self.num_perm % self.bands:
+            raise ValueError(f"num_perm ({self.num_perm}) must be a multiple of bands ({self.bands})")
+        return self
+
+
+class LeakageConfig(_Strict):
+    code: str = Field("LEAK001", pattern=CODE_RE)
+    severity: Literal["reject", "penalty", "flag"] = "reject"
+    threshold: float = Field(0.7, gt=0, le=1)
+
+
+class PiiConfig(_Strict):
+    redact: bool = False
+    severity: Literal["reject", "penalty", "flag"] = "flag"
+
+
+class Checks(_Strict):
+    dedup: DedupConfig = DedupConfig()
+    leakage: LeakageConfig = LeakageConfig()
+    pii: PiiConfig = PiiConfig()
+
+
+class RuleSet(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    version: int = Field(ge=1)
+    description: str = ""
+    changelog: list[str] = []
+    task_count: TaskCount = TaskCount()
+    categories: CategoryNames = CategoryNames()
+    legal_tool: str = "legal_get_paragraph"
+    rules: list[RuleEntry]
+    masks: list[Mask] = []
+    contexts: dict[str, list[str]] = {}
+    extra_contexts: dict[str, list[str]] = {}
+    intents: dict[str, Intent] = {}
+    legal: LegalSpec | None = None
+    research_before_code: ResearchBeforeCode | None = None
+    checks: Checks = Checks()
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        ids = [r.id for r in self.rules]
+        dupes = {i for i in ids if ids.count(i) > 1}
+        if dupes:
+            raise ValueError(f"duplicate rule ids: {sorted(dupes)}")
+        codes = [r.code for r in self.rules]
+        dupes = {c for c in codes if codes.count(c) > 1}
+        if dupes:
+            raise ValueError(f"duplicate rule codes: {sorted(dupes)}")
+        known = set(self.contexts) | set(self.extra_contexts)
+        both = set(self.contexts) & set(self.extra_contexts)
+        if both:
+            raise ValueError(f"contexts defined twice: {sorted(both)}")
+        for name, intent in self.intents.items():
+            for t in intent.triggers:
+                for c in t.all + t.none:
+                    if c not in known:
+                        raise ValueError(f"intent '{name}' refers to unknown context '{c}'")
+                for other in t.yields_to:
+                    if other not in self.intents or other == name:
+                        raise ValueError(f"intent '{name}' yields to unknown intent '{other}'")
+        if self.research_before_code:
+            for c in self.research_before_code.needs:
+                if c not in known:
+                    raise ValueError(f"research_before_code needs unknown context '{c}'")
+        if self.task_count.min > self.task_count.max:
+            raise ValueError("task_count.min is larger than task_count.max")
+        return self
+
+    @property
+    def by_id(self) -> dict[str, RuleEntry]:
+        return {r.id: r for r in self.rules}
+
+    def all_contexts(self) -> dict[str, list[str]]:
+        return {**self.contexts, **self.extra_contexts}
+
+
+def _compile(pattern: str, where: str, path: Path, lines, loc: tuple) -> re.Pattern:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise SpecError(str(path), f"invalid regular expression ({exc.msg} at position {exc.pos}) in {where}",
+                        line=line_for(lines, loc), field=".".join(map(str, loc))) from None
+
+
+def _check_patterns(rs: RuleSet, path: Path, lines) -> None:
+    for i, m in enumerate(rs.masks):
+        _compile(m.pattern, f"mask '{m.name}'", path, lines, ("masks", i, "pattern"))
+    for group in ("contexts", "extra_contexts"):
+        for name, pats in getattr(rs, group).items():
+            for j, p in enumerate(pats):
+                _compile(p, f"context '{name}'", path, lines, (group, name, j))
+    for name, intent in rs.intents.items():
+        for ti, t in enumerate(intent.triggers):
+            for j, p in enumerate(t.any):
+                _compile(p, f"intent '{name}'", path, lines, ("intents", name, "triggers", ti, "any", j))
+    if rs.legal:
+        law_alt = law_alternation(rs)
+        for j, p in enumerate(rs.legal.citation):
+            _compile(p.replace("LAW", law_alt), "legal citation", path, lines, ("legal", "citation", j))
+        for law, pats in rs.legal.laws.items():
+            for j, p in enumerate(pats):
+                _compile(p, f"law '{law}'", path, lines, ("legal", "laws", law, j))
+    if rs.research_before_code:
+        for j, p in enumerate(rs.research_before_code.domain):
+            _compile(p, "research_before_code domain", path, lines, ("research_before_code", "domain", j))
+
+
+def law_alternation(rs: RuleSet) -> str:
+    pats = [p for ps in (rs.legal.laws.values() if rs.legal else ()) for p in ps]
+    return "(?:" + "|".join(sorted(pats, key=len, reverse=True)) + ")"
+
+
+@lru_cache(maxsize=16)
+def _load_cached(path: str, mtime_ns: int, size: int) -> RuleSet:
+    p = Path(path)
+    data, lines = load_yaml(p)
+    if not isinstance(data, dict):
+        raise SpecError(str(p), "expected a mapping at the top level", line=1)
+    try:
+        rs = RuleSet.model_validate(data)
+    except ValidationError as exc:
+        raise_validation_error(p, exc, lines)
+    _check_patterns(rs, p, lines)
+    return rs
+
+
+def load_ruleset(path: str | Path = DEFAULT_RULES) -> RuleSet:
+    p = Path(path).resolve()
+    if not p.is_file():
+        raise SpecError(str(p), "rule set file not found")
+    st = p.stat()
+    return _load_cached(str(p), st.st_mtime_ns, st.st_size)
