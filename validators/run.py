@@ -413,3 +413,15 @@ def write_verdicts(store, report: Report, spec_hash: str | None = None, source: 
     results = {k: [v for v in report.verdicts.get(k, ()) if v.stage == STAGE] for k in report.keys}
     return store.record_validation(spec_hash=spec_hash, source=source, results=results, counts=report.counts(),
                                    report=summary)
+
+
+def spec_options(rs, **overrides) -> Options:
+    """Validation options from a spec: its trainer profile, holdout files and folder."""
+    tp = rs.spec.trainer_profile
+    opts = Options(profile=Profile(tokenizer=tp.tokenizer, max_seq_len=tp.max_seq_len, chat_template=tp.chat_template,
+                                   truncation_side=tp.truncation_side, loss=tp.loss),
+                   holdout=[str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")],
+                   base_dir=rs.path.parent)
+    for key, value in overrides.items():
+        setattr(opts, key, value)
+    return opts

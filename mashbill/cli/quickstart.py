@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from mashbill.cli._common import out, print_summary, sigterm_as_interrupt, store_option
@@ -34,10 +36,48 @@ def command(store_path, threads, no_progress):
         raise MashbillError("interrupted; re-run `mashbill quickstart` to resume where it stopped")
     for s in summaries:
         print_summary(s)
+    _validate(specs, store_path)
+    from mashbill.curation.pipeline import freeze_and_report
+
+    frozen = freeze_and_report(store_path, [str(p) for p in specs])
+    for line in frozen.summary:
+        out.print(line)
+    for ref, why in frozen.skipped.items():
+        out.print(f"skipped {ref}: {why}")
     store = store_path.resolve()
     out.print(f"\n[bold]Store:[/bold] {store}")
-    out.print(f"  records: {sum(s.selected for s in summaries)} over {len(summaries)} spec(s); "
-              f"accepted {sum(s.accepted for s in summaries)}, rejected {sum(s.rejected for s in summaries)}, "
-              f"failed {sum(s.failed for s in summaries)}")
+    from mashbill.factory.store import Store
+
+    with Store.open(store_path, read_only=True) as st:
+        counts = {r["status"]: r["n"] for r in st.sql(
+            "SELECT status, count(*) AS n FROM records WHERE spec_hash IN (SELECT unnest(?)) GROUP BY 1",
+            [[s.spec_hash for s in summaries]]).to_pylist()}
+    out.print(f"  records: {sum(counts.values())} over {len(summaries)} spec(s); accepted {counts.get('accepted', 0)}, "
+              f"rejected {counts.get('rejected', 0)}, failed {counts.get('failed', 0)}")
+    if frozen.report:
+        out.print(f"  report: {Path(frozen.report).resolve()}")
+    for snap in frozen.snapshots:
+        out.print(f"  snapshot: {snap.manifest['ref']} in {Path(snap.path).resolve()}")
     out.print(f'  try: mashbill sql --store {store_path} "SELECT kind, status, count(*) FROM records GROUP BY ALL '
               'ORDER BY ALL"')
+
+
+def _validate(specs, store_path) -> None:
+    """Validate what was generated (rules, token spans, dedup, PII, expectations); snapshots need it."""
+    from mashbill.factory.store import Store
+    from mashbill.specs import load_spec
+    from mashbill.validators.errors import ValidationInputError
+    from mashbill.validators.run import spec_options, validate_spec_records
+
+    with Store.open(store_path) as store:
+        for path in specs:
+            rs = load_spec(path)
+            try:
+                report = validate_spec_records(rs, store, spec_options(rs))
+            except ValidationInputError as exc:
+                out.print(f"validate {rs.ref}: {exc}")
+                continue
+            d = report.to_dict()
+            rejects = {c: n for c, n in d["counts"].items() if d["severity"].get(c) == "reject"}
+            out.print(f"validated {d['records']} accepted record(s) of {rs.ref}: "
+                      + (", ".join(f"{c} {n}" for c, n in sorted(rejects.items())) or "no rejects"))
