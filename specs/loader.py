@@ -205,6 +205,9 @@ def load_spec(path: str | Path) -> ResolvedSpec:
     schema = load_output_schema(ref("output_schema", spec.output_schema, ("output_schema",)), path, lines)
     if spec.rules:
         ref("rules", spec.rules, ("rules",))
+    template = spec.trainer_profile.chat_template
+    if template and template.endswith((".jinja", ".j2")):
+        ref("chat_template", template, ("trainer_profile", "chat_template"))
     for i, h in enumerate(spec.holdout):
         ref(f"holdout.{i}", h, ("holdout", i))
     seeds = _seed_inputs(spec, path, lines, files, file_paths)
