@@ -13,15 +13,20 @@ from mashbill.cli._common import out
 from mashbill.errors import SpecError
 
 
-def _spec_paths(paths: tuple[str, ...]) -> list[Path]:
+def _spec_roots(paths: tuple[str, ...]) -> list[tuple[Path, Path]]:
+    """(spec file, the folder that holds its lock file when none exists yet above it)."""
     from mashbill.specs import LIBRARY, find_spec_files
 
     if not paths:
-        return find_spec_files(LIBRARY)
-    found: list[Path] = []
+        return [(f, LIBRARY) for f in find_spec_files(LIBRARY)]
+    found: list[tuple[Path, Path]] = []
     for p in map(Path, paths):
-        found.extend(find_spec_files(p) if p.is_dir() else [p])
+        found.extend((f, p) for f in find_spec_files(p)) if p.is_dir() else found.append((p, p.parent))
     return found
+
+
+def _spec_paths(paths: tuple[str, ...]) -> list[Path]:
+    return [f for f, _ in _spec_roots(paths)]
 
 
 @click.group()
@@ -126,9 +131,9 @@ def lock(paths):
     from mashbill.specs.lock import LOCK_NAME, find_lock, read_lock, write_lock
 
     refused = 0
-    for p in _spec_paths(paths):
+    for p, root in _spec_roots(paths):
         rs = load_spec(p)
-        lock_path = find_lock(rs.path) or rs.path.parent / LOCK_NAME
+        lock_path = find_lock(rs.path) or Path(root) / LOCK_NAME
         entries = read_lock(lock_path)
         if rs.ref in entries and entries[rs.ref] != rs.hash:
             click.echo(f"refused {rs.ref}: locked with another hash; bump its version instead")
