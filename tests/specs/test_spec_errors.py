@@ -245,3 +245,25 @@ def test_only_yaml_files_with_a_kind_count_as_specs(tiny_specs):
     (tiny_specs / "tiny" / "notes.yaml").write_text("just: notes\n")
     names = {p.name for p in find_spec_files(tiny_specs)}
     assert names == {"tiny-plan@1.yaml", "tiny-complexity@1.yaml"}
+
+
+def test_shipped_library_passes_spec_check():
+    proc = run_cli("spec", "check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 problem(s)" in proc.stdout
+
+
+def test_editing_a_shipped_prompt_without_a_bump_fails_check(tmp_path):
+    import shutil
+
+    from mashbill.specs import LIBRARY
+
+    lib = tmp_path / "library"
+    shutil.copytree(LIBRARY, lib)
+    prompt = lib / "shared" / "prompts" / "planner@1.yaml"
+    prompt.write_text(prompt.read_text(encoding="utf-8") + "\n# a harmless-looking edit\n", encoding="utf-8")
+    proc = run_cli("spec", "check", lib)
+    assert proc.returncode == 1
+    failing = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("FAIL")}
+    assert {"plan-moe@1", "quickstart-plan@1"} <= failing
+    assert "complexity-moe@1" not in failing
