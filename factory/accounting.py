@@ -35,7 +35,7 @@ class Accounting:
     tokens_cached: int = 0
     tokens_out: int = 0
     teacher_s: float = 0.0
-    _latencies: list[float] = field(default_factory=list)
+    _latencies: list[float] = field(default_factory=list, repr=False)
 
     def observe(self, result: TeacherResult, status: str | None) -> None:
         """Count one teacher result; `status` is the record's status, None for a probe."""

@@ -4,6 +4,12 @@ Every requested input ends as exactly one stored record: accepted, rejected (wit
 carrying reason codes) or failed (the teacher never answered; retried by the next run).
 Nothing is dropped and nothing is stored twice: record ids are content hashes and the set
 of finished ids is read from the store at the start of every run.
+
+Requests stream into the teacher lazily and results stream out in any order; every
+`batch_size` results are committed in one transaction. A pipelined teacher (the OpenAI
+backend) keeps `concurrency` requests in flight across batch boundaries; a crash loses at
+most the uncommitted results, which the next run simply asks for again. Guards
+(`mashbill.factory.guards`) watch the results and may stop the run after a committed batch.
 """
 
 from __future__ import annotations
@@ -13,11 +19,15 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Callable, Iterable, Sequence
 
 import jsonschema
 
+from mashbill.factory.accounting import Accounting
+from mashbill.factory.guards import GuardSet, probe_verdict
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
+from mashbill.factory.shards import shard_of
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
 from mashbill.specs import ResolvedSpec, render_prompt
@@ -47,6 +57,8 @@ class RunSummary:
     teacher_s: float = 0.0
     wall_s: float = 0.0
     status: str = "running"
+    stop_reason: str | None = None  # why a guard stopped the run (status aborted / aborted_preflight)
+    accounting: Accounting | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("run_id", "spec", "spec_hash", "store", "status", "selected", "skipped",
@@ -55,6 +67,13 @@ class RunSummary:
         d["teacher_s"] = round(self.teacher_s, 3)
         d["wall_s"] = round(self.wall_s, 3)
         d["reject_codes"] = dict(sorted(self.codes.items()))
+        if self.stop_reason:
+            d["stop_reason"] = self.stop_reason
+        if self.accounting is not None:
+            snap = self.accounting.snapshot(self.wall_s or None)
+            for k in ("calls", "retries", "errors", "probe_calls", "latency_s", "accept_rate", "records_per_s",
+                      "cost"):
+                d[k] = snap[k]
         return d
 
 
@@ -68,7 +87,7 @@ def select_inputs(rs: ResolvedSpec, *, limit: int | None = None, shard: tuple[in
         if rid in seen:
             continue
         seen.add(rid)
-        if shard is not None and int(rid[:16], 16) % shard[1] != shard[0]:
+        if shard is not None and shard_of(rid, shard[1]) != shard[0]:
             continue
         out.append((rid, inputs))
     return out[:limit] if limit is not None else out
@@ -96,11 +115,6 @@ def parse_output(text: str | None, finish_reason: str | None, validator) -> tupl
     return value, verdicts
 
 
-def _batches(items: list, size: int) -> Iterable[list]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
 def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | None = None,
              shard: tuple[int, int] | None = None, checks: Sequence[Check] = (), batch_size: int | None = None,
              on_progress: Callable[[RunSummary, int], None] | None = None, args: dict | None = None,
@@ -112,41 +126,35 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     done = store.finished_ids(rs.hash)
     todo = [(rid, inp) for rid, inp in selected if rid not in done]
     info = teacher.info()
+    sampling = spec.teacher.sampling.model_dump()
     run_id = store.begin_run(spec_name=spec.name, spec_version=spec.version, spec_hash=rs.hash, kind=spec.kind,
                              backend=teacher.backend, model=teacher.model, model_sha256=info.get("sha256"),
-                             model_info=info, sampling=spec.teacher.sampling.model_dump(),
+                             model_info=info, sampling=sampling,
                              shard=f"{shard[0]}/{shard[1]}" if shard else None, args=args)
     summary = RunSummary(run_id, spec.ref, rs.hash, str(store.root), selected=len(selected),
                          skipped=len(selected) - len(todo), requested=len(todo))
-    validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
-    ref = SpecRef(spec.name, spec.version, rs.hash)
-    sampling = spec.teacher.sampling.model_dump()
-    schema = rs.output_schema if spec.teacher.constrained else None
+    acct = summary.accounting = Accounting(requested=len(todo), prices=dict(spec.teacher.prices))
+    ctx = _Context(rs, store, teacher, run_id, summary, acct, checks,
+                   jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema),
+                   SpecRef(spec.name, spec.version, rs.hash), rs.output_schema if spec.teacher.constrained else None,
+                   sampling)
     if on_progress:
         on_progress(summary, 0)
     status = "completed"
     try:
-        for batch in _batches(todo, batch_size or spec.runtime.batch_size):
-            prompts = {rid: render_prompt(rs, inp, rid) for rid, inp in batch}
-            inputs = dict(batch)
-            requests = [TeacherRequest(rid, prompts[rid].teacher_messages, schema, sampling) for rid, _ in batch]
-            records, verdicts, calls = [], {}, []
-            for result in teacher.generate(requests):
-                rec, vs = _to_record(result, rs, ref, inputs[result.request.record_id],
-                                     prompts[result.request.record_id], validator, checks)
-                records.append(rec)
-                verdicts[rec.id] = vs
-                calls.extend(_calls(result, teacher))
-                _count(summary, rec, vs, result)
-            store.write_batch(run_id, records, verdicts, calls)
-            if on_progress:
-                on_progress(summary, len(records))
-            if stop_after is not None:
-                reason = stop_after(summary)
-                if reason:
-                    store.add_event(run_id, "stopped", {"reason": reason})
-                    status = "aborted"
-                    break
+        if spec.guards.preflight.probes and todo:
+            ok, rate = _probe_round(ctx, "preflight", spec.guards.preflight.min_pass_rate)
+            if not ok:
+                status = "aborted_preflight"
+                summary.stop_reason = (f"preflight: {rate:.0%} of {len(spec.guards.preflight.probes)} gold probes "
+                                       f"passed, below guards.preflight.min_pass_rate "
+                                       f"{spec.guards.preflight.min_pass_rate:.0%}; no bulk work was started")
+        if status == "completed":
+            reason = _bulk(ctx, todo, batch_size or spec.runtime.batch_size, on_progress, stop_after)
+            if reason:
+                summary.stop_reason = reason
+                store.add_event(run_id, "stopped", {"reason": reason})
+                status = "aborted"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -156,11 +164,127 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     finally:
         summary.status = status
         summary.wall_s = time.perf_counter() - t0
+        snap = acct.snapshot(summary.wall_s)
         store.finish_run(run_id, status, {**summary.as_dict(), "wall_s": summary.wall_s,
-                                          "teacher_s": summary.teacher_s})
+                                          "teacher_s": summary.teacher_s, "cost": snap["cost"],
+                                          "calls": snap["calls"], "retries": snap["retries"], "stats": snap})
         if status == "completed":
             store.export_parquet(spec.name, spec.version, rs.hash)
     return summary
+
+
+@dataclass
+class _Context:
+    rs: ResolvedSpec
+    store: Store
+    teacher: Teacher
+    run_id: str
+    summary: RunSummary
+    acct: Accounting
+    checks: Sequence[Check]
+    validator: object
+    ref: SpecRef
+    schema: dict | None
+    sampling: dict
+
+
+def _bulk(ctx: _Context, todo: list[tuple[str, dict]], batch_size: int, on_progress, stop_after) -> str | None:
+    """Stream the pending inputs through the teacher; commit every batch; return why a guard stopped, if one did."""
+    rs, store, summary, acct = ctx.rs, ctx.store, ctx.summary, ctx.acct
+    guards = GuardSet(rs.spec.guards)
+    every_s = rs.spec.runtime.progress_every_s
+    last_progress = time.monotonic()
+    pending: dict[str, tuple[dict, object]] = {}
+
+    def requests() -> Iterable[TeacherRequest]:
+        for rid, inputs in todo:  # rendered lazily: a pipelined teacher pulls only what it can send
+            prompt = render_prompt(rs, inputs, rid)
+            pending[rid] = (inputs, prompt)
+            yield TeacherRequest(rid, prompt.teacher_messages, ctx.schema, ctx.sampling)
+
+    results = iter(ctx.teacher.generate(requests()))
+    try:
+        while True:
+            batch = list(islice(results, batch_size))
+            if not batch:
+                return None
+            records, verdicts, calls, events = [], {}, [], []
+            for result in batch:
+                inputs, prompt = pending.pop(result.request.record_id)
+                rec, vs = _to_record(result, rs, ctx.ref, inputs, prompt, ctx.validator, ctx.checks)
+                records.append(rec)
+                verdicts[rec.id] = vs
+                calls.extend(_calls(result, ctx.teacher))
+                _count(summary, rec, vs, result)
+                acct.observe(result, rec.status)
+                answered = result.attempts[-1].latency_s if result.attempts and result.text is not None else None
+                events.extend(guards.observe(rec.status, answered))
+            store.write_batch(ctx.run_id, records, verdicts, calls)
+            for event in events:
+                store.add_event(ctx.run_id, event.kind, event.detail)
+            if on_progress:
+                on_progress(summary, len(records))
+            if time.monotonic() - last_progress >= every_s:
+                last_progress = time.monotonic()
+                store.add_event(ctx.run_id, "progress", acct.snapshot())
+            stop = next((e.stop for e in events if e.stop), None)
+            if stop:
+                return stop
+            if stop_after is not None:
+                reason = stop_after(summary)
+                if reason:
+                    return reason
+            pause = max((e.pause_s for e in events), default=0.0)
+            if guards.breaker.state == "open":
+                log.warning("circuit breaker open: waiting %.3gs before sending more work", pause)
+                time.sleep(pause)
+                half = guards.breaker.half_open()
+                store.add_event(ctx.run_id, half.kind, half.detail)
+            if guards.recheck_due(summary.accepted):
+                ok, rate = _probe_round(ctx, "probe_recheck", rs.spec.guards.probe_recheck.min_pass_rate)
+                if not ok:
+                    return (f"probe re-check at {summary.accepted} accepted records: {rate:.0%} of the gold probes "
+                            f"passed, below guards.probe_recheck.min_pass_rate "
+                            f"{rs.spec.guards.probe_recheck.min_pass_rate:.0%}")
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()  # cancels whatever a pipelined teacher still has in flight
+
+
+def _probe_round(ctx: _Context, kind: str, min_pass_rate: float) -> tuple[bool, float]:
+    """Run the spec's gold probes at temperature 0; store one event with every probe's outcome."""
+    rs = ctx.rs
+    probes = rs.spec.guards.preflight.probes
+    sampling = {**ctx.sampling, "temperature": 0.0}
+    requests, by_id = [], {}
+    for i, probe in enumerate(probes):
+        inputs = {"query": probe.query, **probe.input}
+        rid = "probe-" + record_id(rs.hash, {"probe": i, **inputs})[:24]
+        prompt = render_prompt(rs, inputs, rid)
+        by_id[rid] = (i, probe, inputs, prompt)
+        requests.append(TeacherRequest(rid, prompt.teacher_messages, ctx.schema, sampling))
+    outcomes = [None] * len(probes)
+    for result in ctx.teacher.generate(requests):
+        i, probe, inputs, prompt = by_id[result.request.record_id]
+        rec, vs = _to_record(result, rs, ctx.ref, inputs, prompt, ctx.validator, ctx.checks)
+        ctx.acct.observe(result, None)
+        passed, why = probe_verdict(probe, rec.status, rec.output, [v.code for v in vs if v.severity == "reject"])
+        outcomes[i] = {"query": probe.query, "pass": passed, "why": why,
+                       "raw": (result.text or "")[:300] if result.text is not None else None,
+                       "error": result.error}
+    rate = sum(o["pass"] for o in outcomes) / len(outcomes)
+    ok = rate >= min_pass_rate
+    if kind == "preflight":
+        event = "preflight_passed" if ok else "preflight_failed"
+    else:
+        event = kind if ok else f"{kind}_failed"
+    detail = {"pass_rate": round(rate, 4), "min_pass_rate": min_pass_rate, "probes": outcomes}
+    if kind == "probe_recheck":
+        detail["at_accepted"] = ctx.summary.accepted
+    ctx.store.add_event(ctx.run_id, event, detail)
+    log.info("%s: %d/%d probes passed", kind, sum(o["pass"] for o in outcomes), len(outcomes))
+    return ok, rate
 
 
 def _to_record(result: TeacherResult, rs: ResolvedSpec, ref: SpecRef, inputs: dict, prompt, validator,

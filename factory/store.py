@@ -146,10 +146,10 @@ class Store:
 
     def finish_run(self, run_id: str, status: str, stats: dict) -> None:
         cols = ["requested", "skipped", "accepted", "rejected", "failed", "tokens_in", "tokens_out",
-                "teacher_s", "wall_s", "cost"]
+                "teacher_s", "wall_s", "cost", "calls", "retries", "tokens_cached"]
         sets = ", ".join(f"{c} = ?" for c in cols)
-        self.con.execute(f"UPDATE runs SET status = ?, finished_at = ?, {sets} WHERE run_id = ?",
-                         [status, _now(), *[stats.get(c) for c in cols], run_id])
+        self.con.execute(f"UPDATE runs SET status = ?, finished_at = ?, {sets}, stats = ? WHERE run_id = ?",
+                         [status, _now(), *[stats.get(c) for c in cols], _json(stats.get("stats")), run_id])
 
     def add_event(self, run_id: str, kind: str, detail: dict | None = None) -> None:
         self.con.execute("INSERT INTO events VALUES (?, ?, ?, ?)", [run_id, _now(), kind, _json(detail)])

@@ -59,9 +59,9 @@ class ResolvedSpec:
         return render_catalog(self.catalog) if self.catalog else ""
 
     def canonical(self) -> dict:
-        # runtime knobs change speed, curation settings change which stored records a snapshot takes:
-        # neither changes what the teacher produces, so neither may change record ids.
-        return {"spec": self.spec.model_dump(mode="json", exclude={"runtime", "curation"}), "files": self.files}
+        # Runtime knobs change speed, guards decide whether a run goes on, curation settings change which
+        # stored records a snapshot takes: none changes what the teacher produces, so none may change ids.
+        return {"spec": self.spec.model_dump(mode="json", exclude={"runtime", "curation", "guards"}), "files": self.files}
 
 
 def _resolve(spec_path: Path, rel: str, lines, field_path: tuple) -> Path:

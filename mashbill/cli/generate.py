@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mashbill.cli._common import RunProgress, out, print_summary, sigterm_as_interrupt, store_option
+from mashbill.cli._common import RunProgress, console, out, print_summary, sigterm_as_interrupt, store_option
 from mashbill.errors import MashbillError
 
 
@@ -20,30 +22,93 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     return int(m.group(1)), int(m.group(2))
 
 
+class LiveProgress(RunProgress):
+    """The run progress bar plus live accounting: records/s, latency p50, retries, accept rate, cost."""
+
+    def __init__(self, label: str, enabled: bool = True):
+        super().__init__(label, enabled)
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("ok {task.fields[ok]} rej {task.fields[rej]} fail {task.fields[fail]}"),
+                                 TextColumn("{task.fields[live]}"), TimeElapsedColumn(), TextColumn("eta"),
+                                 TimeRemainingColumn(), console=console, disable=not enabled, transient=False)
+
+    def __call__(self, summary, advanced: int) -> None:
+        if self.task is None:
+            self.task = self.progress.add_task(self.label, total=summary.requested, ok=0, rej=0, fail=0, live="")
+        live = ""
+        if summary.accounting is not None:
+            snap = summary.accounting.snapshot()
+            parts = [f"{snap['records_per_s']:.2f} rec/s"]
+            if snap["latency_s"]["p50"] is not None:
+                parts.append(f"p50 {snap['latency_s']['p50']:.2f}s")
+            if snap["retries"]:
+                parts.append(f"retries {snap['retries']}")
+            if snap["accept_rate"] is not None:
+                parts.append(f"acc {snap['accept_rate']:.0%}")
+            if snap["cost"] is not None:
+                parts.append(f"cost {snap['cost']:.2f}")
+            live = " | ".join(parts)
+        self.progress.update(self.task, advance=advanced, ok=summary.accepted, rej=summary.rejected,
+                             fail=summary.failed, live=live)
+
+
+def print_accounting(summary) -> None:
+    d = summary.as_dict()
+    if "calls" not in d:
+        return
+    lat = d["latency_s"]
+    line = f"teacher calls {d['calls']} (retries {d['retries']}, errors {d['errors']}, probes {d['probe_calls']})"
+    if lat["p50"] is not None:
+        line += f"; latency p50/p90/p99 {lat['p50']:.2f}/{lat['p90']:.2f}/{lat['p99']:.2f}s"
+    line += f"; {d['records_per_s']:.2f} records/s"
+    if d["accept_rate"] is not None:
+        line += f"; accept rate {d['accept_rate']:.0%}"
+    if d["cost"] is not None:
+        line += f"; cost {d['cost']:.4f}"
+    out.print(line)
+
+
+def teacher_kwargs(rs, *, threads=None, grammar=None, base_url=None, concurrency=None) -> dict:
+    """Backend options from the spec's runtime knobs and the command line (never part of the spec hash)."""
+    backend = rs.spec.teacher.backend
+    if backend == "llama_cpp":
+        kwargs = {"threads": threads or rs.spec.runtime.threads}
+        if grammar:
+            kwargs["grammar_engine"] = grammar
+        return kwargs
+    runtime = rs.spec.runtime
+    if concurrency:
+        runtime = runtime.model_copy(update={"concurrency": concurrency})
+    kwargs = {"runtime": runtime}
+    if backend == "openai" and base_url:
+        kwargs["base_url"] = base_url
+    return kwargs
+
+
 def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=None, grammar=None,
-                 progress: bool = True, validate: bool = True, args: dict | None = None):
+                 progress: bool = True, validate: bool = True, args: dict | None = None,
+                 base_url: str | None = None, concurrency: int | None = None):
     from mashbill.factory.generate import generate
     from mashbill.factory.store import Store
     from mashbill.factory.teachers import make_teacher
     from mashbill.specs import find_spec, load_spec
 
     rs = load_spec(find_spec(spec_name))
+    if base_url and rs.spec.teacher.backend != "openai":
+        raise MashbillError(f"--base-url is for teachers with backend 'openai'; {rs.ref} uses "
+                            f"'{rs.spec.teacher.backend}'")
     checks = []
     if validate:
-        try:
-            from mashbill.validators.checks import generation_checks  # validators plug in when present
-            checks = generation_checks(rs)
-        except ImportError:
-            checks = []
+        from mashbill.validators import record_checks  # the spec's routing rules, per record, as it is stored
+
+        checks = record_checks(rs)
     with Store.open(store_path) as store:
-        kwargs = {"threads": threads or rs.spec.runtime.threads}
-        if grammar and rs.spec.teacher.backend == "llama_cpp":
-            kwargs["grammar_engine"] = grammar
-        teacher = make_teacher(rs.spec.teacher, **kwargs)
+        teacher = make_teacher(rs.spec.teacher, **teacher_kwargs(rs, threads=threads, grammar=grammar,
+                                                                 base_url=base_url, concurrency=concurrency))
         try:
-            if hasattr(teacher, "check_schema"):
+            if hasattr(teacher, "check_schema"):  # the preflight: fails before any bulk work
                 teacher.check_schema(rs.output_schema)
-            with RunProgress(rs.ref, enabled=progress) as bar:
+            with LiveProgress(rs.ref, enabled=progress) as bar:
                 summary = generate(rs, store, teacher, limit=limit, shard=shard, checks=checks, on_progress=bar,
                                    args=args)
         finally:
@@ -58,26 +123,41 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
 @click.option("--shard", help="Deterministic slice by record id: i/n, e.g. 0/4.")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads for the embedded teacher.")
 @click.option("--grammar", type=click.Choice(["llguidance", "gbnf"]), help="Constrained-decoding engine (llama.cpp).")
+@click.option("--base-url", help="OpenAI-compatible server URL, overriding teacher.base_url (not part of the spec "
+                                 "hash). Env: MASHBILL_TEACHER_URL.")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight (openai backend); "
+                                                                "overrides runtime.concurrency.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (for logs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(spec, store_path, limit, shard, threads, grammar, no_progress, as_json):
+def command(spec, store_path, limit, shard, threads, grammar, base_url, concurrency, no_progress, as_json):
     """Generate records for SPEC (a name, name@version or path) into the store.
 
     Re-running skips finished records and retries failed ones; a run killed at any moment
-    resumes without losing or duplicating a stored record.
+    resumes without losing or duplicating a stored record. An openai teacher is checked first
+    (server reachable, model served, structured output enforced); the spec's guards may abort
+    the run (gold probes, accept rate, circuit breaker): exit code 2 for a failed preflight,
+    3 for a run a guard stopped.
 
     \b
-    Example:
+    Examples:
       mashbill generate quickstart-plan --limit 10 --store ./mashbill-data
+      mashbill generate plan-moe --shard 0/4 --store shard_0 --base-url http://127.0.0.1:8000/v1
     """
     sigterm_as_interrupt()
     try:
         summary = run_generate(spec, store_path, limit=limit, shard=parse_shard(shard), threads=threads,
                                grammar=grammar, progress=not no_progress and not as_json,
-                               args={"limit": limit, "shard": shard})
+                               args={"limit": limit, "shard": shard, "concurrency": concurrency},
+                               base_url=base_url, concurrency=concurrency)
     except KeyboardInterrupt:
         raise MashbillError("interrupted; the batches already stored are kept, re-run the same command to resume")
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:
         print_summary(summary)
+        print_accounting(summary)
+    if summary.status == "aborted_preflight":
+        raise MashbillError(summary.stop_reason or "preflight failed")
+    if summary.status == "aborted":
+        click.echo(f"stopped: {summary.stop_reason}", err=True)
+        sys.exit(3)

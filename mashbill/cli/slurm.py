@@ -1,0 +1,88 @@
+"""`mashbill slurm generate SPEC --nodes N`: render the SLURM scripts for a sharded multi-node run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import click
+
+from mashbill.cli._common import out
+from mashbill.errors import MashbillError
+
+
+@click.group()
+def command():
+    """SLURM job scripts for GPU clusters (LUMI-G's AMD MI250X nodes by default)."""
+
+
+@command.command("generate")
+@click.argument("spec")
+@click.option("--nodes", type=click.IntRange(min=1), required=True, help="Nodes = shards = array tasks.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the scripts [default: ./slurm-<spec name>].")
+@click.option("--store-root", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the shard stores, logs and the merged store [default: <out>/stores].")
+@click.option("--account", help="SLURM account (project), e.g. project_465000000.")
+@click.option("--partition", default="standard-g", show_default=True)
+@click.option("--merge-partition", default="small", show_default=True)
+@click.option("--time", "time_limit", default="24:00:00", show_default=True, help="Wall-clock limit per array task.")
+@click.option("--model-size-b", type=float, help="Model size in billions, when the model name does not say.")
+@click.option("--tp", type=click.IntRange(1, 8), help="Tensor parallel size [default: by model size: >=70B 8, "
+                                                      ">=30B 4, else 2].")
+@click.option("--image", default="lumi-multitorch-latest.sif", show_default=True, help="Singularity image with vLLM.")
+@click.option("--port", default=8000, show_default=True)
+@click.option("--max-model-len", type=int, help="vLLM --max-model-len [default: the spec's teacher.n_ctx].")
+@click.option("--concurrency", type=click.IntRange(min=1), default=48, show_default=True,
+              help="Requests in flight per shard.")
+@click.option("--mashbill", "mashbill_cmd", help="The mashbill executable on the nodes [default: this one].")
+@click.option("--vllm-arg", "vllm_args", multiple=True,
+              help="An extra `vllm serve` argument (repeatable), e.g. --vllm-arg=--enable-prompt-tokens-details.")
+def generate(spec, nodes, out_dir, store_root, account, partition, merge_partition, time_limit, model_size_b, tp,
+             image, port, max_model_len, concurrency, mashbill_cmd, vllm_args):
+    """Render generate.sbatch (an array job: a vLLM server and one shard per node), merge.sbatch and
+    submit.sh (the array, then the merge with --dependency=afterok) for SPEC, whose teacher must use
+    the openai backend (the vLLM server started per node).
+
+    \b
+    Example:
+      mashbill slurm generate plan-moe --nodes 8 --account project_465000000
+      bash slurm-plan-moe/submit.sh
+    """
+    from mashbill.factory.slurm import SlurmOptions, model_size_b as size_of, render_slurm, tensor_parallel_for
+    from mashbill.specs import find_spec, load_spec
+
+    path = find_spec(spec)
+    rs = load_spec(path)
+    teacher = rs.spec.teacher
+    if teacher.backend != "openai":
+        raise MashbillError(f"{rs.ref} uses teacher.backend '{teacher.backend}'; the SLURM job starts a vLLM server "
+                            "per node and talks to it, so the spec's teacher needs backend: openai and the model "
+                            "name vLLM should serve")
+    size = model_size_b if model_size_b is not None else size_of(teacher.model)
+    if tp is None and size is None:
+        out.print(f"[yellow]the model name {teacher.model!r} does not say its size; using TP 8 (set --model-size-b "
+                  "or --tp)[/yellow]")
+    out_dir = (out_dir or Path(f"slurm-{rs.name}")).resolve()
+    store_root = (store_root or out_dir / "stores").resolve()
+    spec_arg = str(path.resolve()) if Path(spec).suffix in (".yaml", ".yml") else spec
+    running = Path(sys.argv[0])
+    exe = mashbill_cmd or (str(running.resolve()) if running.name == "mashbill" and running.is_file() else None) \
+        or shutil.which("mashbill") or "mashbill"
+    opts = SlurmOptions(spec=spec_arg, spec_ref=rs.ref, spec_hash=rs.hash, model=teacher.model, nodes=nodes,
+                        store_root=str(store_root), account=account, partition=partition,
+                        merge_partition=merge_partition, time=time_limit, tp=tp or tensor_parallel_for(size),
+                        image=image, port=port, max_model_len=max_model_len or teacher.n_ctx,
+                        concurrency=concurrency, mashbill=str(exe), revision=teacher.revision,
+                        vllm_args=tuple(vllm_args))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in render_slurm(opts).items():
+        f = out_dir / name
+        f.write_text(text, encoding="utf-8")
+        f.chmod(f.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP)
+    out.print(f"wrote {out_dir}/generate.sbatch ({nodes} array tasks, TP {opts.tp}), merge.sbatch, submit.sh")
+    out.print(f"stores: {store_root}/shard_<i>, merged: {store_root}/merged")
+    out.print(f"submit: bash {os.path.relpath(out_dir / 'submit.sh')}")
