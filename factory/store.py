@@ -35,6 +35,20 @@ def _json(value) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _verdict_table(rows: Sequence[tuple[str, Verdict]], run_id: str, now: datetime,
+                   stage: str | None = None) -> pa.Table:
+    """Arrow rows for the verdicts table; `stage` overrides each verdict's own."""
+    return pa.table({
+        "record_id": [rid for rid, _ in rows],
+        "run_id": [run_id] * len(rows),
+        "stage": [stage or v.stage for _, v in rows],
+        "code": [v.code for _, v in rows],
+        "severity": [v.severity for _, v in rows],
+        "detail": [v.detail for _, v in rows],
+        "created_at": pa.array([now] * len(rows), pa.timestamp("us")),
+    })
+
+
 def migrations() -> list[tuple[int, str, str]]:
     out = []
     for f in sorted(resources.files("mashbill.factory.migrations").iterdir(), key=lambda p: p.name):
@@ -185,15 +199,7 @@ class Store:
             "created_at": pa.array([now] * len(records), pa.timestamp("us")),
         })
         vrows = [(rid, v) for rid in ids for v in verdicts.get(rid, ())]
-        ver_table = pa.table({
-            "record_id": [rid for rid, _ in vrows],
-            "run_id": [run_id] * len(vrows),
-            "stage": [v.stage for _, v in vrows],
-            "code": [v.code for _, v in vrows],
-            "severity": [v.severity for _, v in vrows],
-            "detail": [v.detail for _, v in vrows],
-            "created_at": pa.array([now] * len(vrows), pa.timestamp("us")),
-        })
+        ver_table = _verdict_table(vrows, run_id, now)
         call_table = pa.table({
             "call_id": [uuid.uuid4().hex for _ in calls],
             "record_id": [c.record_id for c in calls],
@@ -235,13 +241,7 @@ class Store:
         rows = list(verdicts)
         if not rows:
             return 0
-        now = _now()
-        table = pa.table({
-            "record_id": [rid for rid, _ in rows], "run_id": [run_id] * len(rows),
-            "stage": [v.stage for _, v in rows], "code": [v.code for _, v in rows],
-            "severity": [v.severity for _, v in rows], "detail": [v.detail for _, v in rows],
-            "created_at": pa.array([now] * len(rows), pa.timestamp("us")),
-        })
+        table = _verdict_table(rows, run_id, _now())
         self.con.register("_ver", table)
         self.con.execute("INSERT INTO verdicts SELECT * FROM _ver")
         self.con.unregister("_ver")
@@ -265,12 +265,7 @@ class Store:
                 con.unregister("_ids")
                 rows = [(rid, v) for rid in ids for v in results[rid]]
                 if rows:
-                    table = pa.table({
-                        "record_id": [rid for rid, _ in rows], "run_id": [validation_id] * len(rows),
-                        "stage": ["validate"] * len(rows), "code": [v.code for _, v in rows],
-                        "severity": [v.severity for _, v in rows], "detail": [v.detail for _, v in rows],
-                        "created_at": pa.array([now] * len(rows), pa.timestamp("us")),
-                    })
+                    table = _verdict_table(rows, validation_id, now, stage="validate")
                     con.register("_ver", table)
                     con.execute("INSERT INTO verdicts SELECT * FROM _ver")
                     con.unregister("_ver")
