@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 import duckdb
 import pyarrow as pa
 
-from mashbill.factory.records import Record, TeacherCall, Verdict
+from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
 from mashbill import __version__
 from mashbill.errors import StoreError
 
@@ -284,8 +284,6 @@ class Store:
         return validation_id
 
     def records(self, spec_hash: str | None = None, status: str | None = None) -> list[Record]:
-        from mashbill.factory.records import SpecRef
-
         where, params = [], []
         if spec_hash:
             where.append("spec_hash = ?"); params.append(spec_hash)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 from pathlib import Path
@@ -39,12 +40,16 @@ def resolve_model_path(model: str) -> Path:
     return path
 
 
-def file_sha256(path: Path, _cache: dict = {}) -> str:
-    key = (str(path), path.stat().st_size, path.stat().st_mtime_ns)
-    if key not in _cache:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _cache[key] = h.hexdigest()
-    return _cache[key]
+def file_sha256(path: Path) -> str:
+    """sha256 of a (model) file, computed once per path, size and modification time."""
+    stat = path.stat()
+    return _sha256_of(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

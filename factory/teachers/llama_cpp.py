@@ -180,4 +180,5 @@ class LlamaCppTeacher:
         self.llm.reset()
 
     def close(self) -> None:
-        self.llm.close() if hasattr(self.llm, "close") else None
+        if hasattr(self.llm, "close"):
+            self.llm.close()

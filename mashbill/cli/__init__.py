@@ -6,6 +6,7 @@ Domain errors (MashbillError) become one line on stderr and exit code 2; traceba
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import click
@@ -58,5 +59,3 @@ def main() -> None:
                   mashbill sql "SELECT kind, status, count(*) FROM records GROUP BY ALL"
     """
 
-
-import importlib.util  # noqa: E402  (used by LazyGroup; kept at the end to keep the top readable)
