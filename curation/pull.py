@@ -38,32 +38,30 @@ def _assistant(text: str) -> list[dict]:
     return [{"role": "assistant", "content": text}]
 
 
+def _sft_rows(rows: list[dict]):
+    """Rows for supervised formats: a preference pair's chosen side once per (record, completion, copy)."""
+    seen = set()
+    for r in rows:
+        if r["row_kind"] == "preference":
+            key = (r["record_id"], r["completion"], r["copy"])
+            if key in seen:
+                continue
+            seen.add(key)
+        yield r
+
+
 def rows_for(fmt: str, rows: list[dict], kind: str) -> list[dict]:
     out = []
-    if fmt == "messages":
-        seen = set()
-        for r in rows:
+    if fmt in ("messages", "prompt-completion"):
+        for r in _sft_rows(rows):
             if r["row_kind"] == "correction":
-                out.append({"messages": r["turns"]})
-                continue
-            if r["row_kind"] == "preference":
-                key = (r["record_id"], r["completion"], r["copy"])
-                if key in seen:
-                    continue
-                seen.add(key)
-            out.append({"messages": [*r["prompt"], *_assistant(r["completion"])]})
-    elif fmt == "prompt-completion":
-        seen = set()
-        for r in rows:
-            if r["row_kind"] == "correction":
-                out.append({"prompt": r["turns"][:-1], "completion": r["turns"][-1:]})
-                continue
-            if r["row_kind"] == "preference":
-                key = (r["record_id"], r["completion"], r["copy"])
-                if key in seen:
-                    continue
-                seen.add(key)
-            out.append({"prompt": r["prompt"], "completion": _assistant(r["completion"])})
+                turns = r["turns"]
+                out.append({"messages": turns} if fmt == "messages"
+                           else {"prompt": turns[:-1], "completion": turns[-1:]})
+            elif fmt == "messages":
+                out.append({"messages": [*r["prompt"], *_assistant(r["completion"])]})
+            else:
+                out.append({"prompt": r["prompt"], "completion": _assistant(r["completion"])})
     elif fmt == "preference":
         out = [{"prompt": r["prompt"], "chosen": _assistant(r["completion"]), "rejected": _assistant(r["rejected"])}
                for r in rows if r["row_kind"] == "preference"]

@@ -283,21 +283,32 @@ class Store:
             raise
         return validation_id
 
-    def records(self, spec_hash: str | None = None, status: str | None = None) -> list[Record]:
+    def records(self, spec_hash: str | None = None, status: str | None = None,
+                ids: Sequence[str] | None = None) -> list[Record]:
+        """Stored records, ordered by id; filtered by spec hash, status and/or a list of ids."""
         where, params = [], []
         if spec_hash:
-            where.append("spec_hash = ?"); params.append(spec_hash)
+            where.append("spec_hash = ?")
+            params.append(spec_hash)
         if status:
-            where.append("status = ?"); params.append(status)
+            where.append("status = ?")
+            params.append(status)
+        if ids is not None:
+            if not ids:
+                return []
+            where.append("record_id IN (SELECT record_id FROM _want)")
+            self.con.register("_want", pa.table({"record_id": list(ids)}))
         sql = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, messages, meta "
                "FROM records" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY record_id")
-        out = []
-        for row in self.con.execute(sql, params).fetchall():
-            out.append(Record(id=row[0], kind=row[1], input=json.loads(row[2]),
-                              output=None if row[3] is None else json.loads(row[3]), raw=row[4],
-                              spec=SpecRef(row[5], row[6], row[7]), status=row[8],
-                              messages=tuple(json.loads(row[9])), meta=json.loads(row[10])))
-        return out
+        try:
+            rows = self.con.execute(sql, params).fetchall()
+        finally:
+            if ids is not None:
+                self.con.unregister("_want")
+        return [Record(id=row[0], kind=row[1], input=json.loads(row[2]),
+                       output=None if row[3] is None else json.loads(row[3]), raw=row[4],
+                       spec=SpecRef(row[5], row[6], row[7]), status=row[8],
+                       messages=tuple(json.loads(row[9])), meta=json.loads(row[10])) for row in rows]
 
     def sql(self, query: str, params: list | None = None) -> pa.Table:
         return self.con.sql(query, params=params or None).to_arrow_table()

@@ -22,7 +22,7 @@ from mashbill.curation.review import layout
 from mashbill.curation.review.client import ArgillaReview
 from mashbill.curation.review.corrections import CorrectionValidator
 from mashbill.curation.review.errors import ReviewError
-from mashbill.factory.records import Record, SpecRef
+from mashbill.factory.records import Record
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec
 
@@ -68,17 +68,7 @@ def _value(values: dict, name: str):
 
 
 def records_by_id(store: Store, ids: list[str]) -> dict[str, Record]:
-    if not ids:
-        return {}
-    store.con.register("_want", pa.table({"record_id": ids}))
-    try:
-        rows = store.con.execute(
-            "SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, messages, meta "
-            "FROM records JOIN _want USING (record_id)").fetchall()
-    finally:
-        store.con.unregister("_want")
-    return {r[0]: Record(r[0], r[1], json.loads(r[2]), None if r[3] is None else json.loads(r[3]), r[4],
-                         SpecRef(r[5], r[6], r[7]), r[8], tuple(json.loads(r[9])), json.loads(r[10])) for r in rows}
+    return {r.id: r for r in store.records(ids=ids)}
 
 
 def fetch(client: ArgillaReview, rs: ResolvedSpec) -> tuple[dict, list[dict], dict[str, str]]:
