@@ -72,23 +72,23 @@ def _resolve(spec_path: Path, rel: str, lines, field_path: tuple) -> Path:
     return p
 
 
-def _load_model(path: Path, model: type[BaseModel]):
+def load_model(path: Path, model: type[BaseModel]) -> tuple:
+    """Load a YAML file into `model`; return (instance, key lines). Errors name file, line and field."""
     data, lines = load_yaml(path)
     if not isinstance(data, dict):
         raise SpecError(str(path), f"expected a mapping at the top level, found {type(data).__name__}", line=1)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data), lines
     except ValidationError as exc:
         raise_validation_error(path, exc, lines)
 
 
 def load_taxonomy(path: Path) -> TaxonomyFile:
-    return _load_model(path, TaxonomyFile)
+    return load_model(path, TaxonomyFile)[0]
 
 
 def load_catalog(path: Path) -> ToolCatalogFile:
-    catalog = _load_model(path, ToolCatalogFile)
-    data, lines = load_yaml(path)
+    catalog, lines = load_model(path, ToolCatalogFile)
     for name, tool in catalog.tools.items():
         try:
             cls = jsonschema.validators.validator_for(tool.args)
@@ -175,13 +175,7 @@ def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: di
 
 def load_spec(path: str | Path) -> ResolvedSpec:
     path = Path(path).resolve()
-    data, lines = load_yaml(path)
-    if not isinstance(data, dict):
-        raise SpecError(str(path), "expected a mapping at the top level", line=1)
-    try:
-        spec = Spec.model_validate(data)
-    except ValidationError as exc:
-        raise_validation_error(path, exc, lines)
+    spec, lines = load_model(path, Spec)
     if "@" in path.stem and path.stem != spec.ref:
         raise SpecError(str(path), f"file is named {path.stem} but declares {spec.ref}; rename the file or fix "
                         "name/version", line=line_for(lines, ("version",)), field="version")
@@ -194,7 +188,7 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         file_paths[role] = p
         return p
 
-    prompt_file = _load_model(ref("prompt", spec.prompt.file, ("prompt", "file")), PromptFile)
+    prompt_file = load_model(ref("prompt", spec.prompt.file, ("prompt", "file")), PromptFile)[0]
     for name in spec.prompt.framings:
         if name not in prompt_file.framings:
             raise SpecError(str(path), f"framing '{name}' is not defined in {spec.prompt.file} "

@@ -12,11 +12,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mashbill.errors import SpecError
 from mashbill.specs.loader import LIBRARY
-from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
+from mashbill.specs.loader import load_model
+from mashbill.specs.yamlio import line_for
 
 DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@1.yaml"
 CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
@@ -205,13 +206,7 @@ def law_alternation(rs: RuleSet) -> str:
 @lru_cache(maxsize=16)
 def _load_cached(path: str, mtime_ns: int, size: int) -> RuleSet:
     p = Path(path)
-    data, lines = load_yaml(p)
-    if not isinstance(data, dict):
-        raise SpecError(str(p), "expected a mapping at the top level", line=1)
-    try:
-        rs = RuleSet.model_validate(data)
-    except ValidationError as exc:
-        raise_validation_error(p, exc, lines)
+    rs, lines = load_model(p, RuleSet)
     _check_patterns(rs, p, lines)
     return rs
 
