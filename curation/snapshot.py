@@ -207,6 +207,7 @@ def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str
     the latest existing version of `name` writes nothing and returns that snapshot (idempotent re-runs).
     """
     root = Path(out_dir) if out_dir is not None else default_root(Path(store_path))
+    remove_stale_tmp(root)
     latest = None
     existing = [d for d in list_dirs(root) if d.name.split("@", 1)[0] == name]
     if existing:
@@ -515,6 +516,10 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
             os.fsync(fd)
         finally:
             os.close(fd)
+    except OSError as exc:  # a full disk, a write error: one line, and nothing left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SnapshotError(f"cannot write snapshot {name}@{version} under {root}: {exc.strerror or exc}; "
+                            "nothing was written") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -623,6 +628,9 @@ def resolve_snapshot(ref: str | Path, root: str | Path | None = None) -> Path:
         cand = root / f"{name}@{version}"
         if cand.is_dir() and (cand / MANIFEST).is_file():
             return cand
+        if cand.is_dir():
+            raise SnapshotError(f"{cand} has no {MANIFEST}: it was deleted, or the folder is an interrupted freeze; "
+                                "the snapshot cannot be trusted")
     else:
         found = [d for d in list_dirs(root) if d.name.split("@")[0] == name]
         if found:
@@ -648,6 +656,24 @@ def incomplete_dirs(root: Path) -> list[Path]:
         return []
     return sorted(d for d in Path(root).iterdir() if d.is_dir() and (d.name.startswith(".tmp-") or
                                                                      not (d / MANIFEST).is_file()))
+
+
+def remove_stale_tmp(root: Path) -> None:
+    """Remove `.tmp-*` folders of freezes whose process is gone (killed); a live freeze's folder stays."""
+    for d in incomplete_dirs(root):
+        m = re.fullmatch(r"\.tmp-.+-(\d+)-[0-9a-f]{8}", d.name)
+        if m and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_manifest(path: Path) -> dict:
@@ -676,6 +702,9 @@ def verify(path: str | Path) -> dict:
         problems.append((MANIFEST, "not byte-for-byte as written (edited)"))
     if manifest.get("integrity") != integrity_of(manifest):
         problems.append((MANIFEST, "content does not match its integrity hash (edited)"))
+    if "@" in path.name and manifest.get("ref") != path.name:
+        problems.append((MANIFEST, f"holds snapshot {manifest.get('ref')}, but the folder is named {path.name} "
+                                   "(renamed)"))
     files = manifest.get("files") or {}
     if not isinstance(files, dict) or not files:
         problems.append((MANIFEST, "lists no files"))

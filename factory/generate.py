@@ -58,6 +58,7 @@ class RunSummary:
     wall_s: float = 0.0
     status: str = "running"
     stop_reason: str | None = None  # why a guard stopped the run (status aborted / aborted_preflight)
+    notes: list[str] = field(default_factory=list)
     accounting: Accounting | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
@@ -69,6 +70,8 @@ class RunSummary:
         d["reject_codes"] = dict(sorted(self.codes.items()))
         if self.stop_reason:
             d["stop_reason"] = self.stop_reason
+        if self.notes:
+            d["notes"] = list(self.notes)
         if self.accounting is not None:
             snap = self.accounting.snapshot(self.wall_s or None)
             for k in ("calls", "retries", "errors", "probe_calls", "latency_s", "accept_rate", "records_per_s",
@@ -133,15 +136,19 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
                              shard=f"{shard[0]}/{shard[1]}" if shard else None, args=args)
     summary = RunSummary(run_id, spec.ref, rs.hash, str(store.root), selected=len(selected),
                          skipped=len(selected) - len(todo), requested=len(todo))
+    if store.reaped:
+        summary.notes.append(f"{len(store.reaped)} earlier run(s) of this store were killed and are now marked "
+                             "interrupted; their token and cost figures count committed batches only (the teacher "
+                             "calls of the batch in progress were lost)")
     acct = summary.accounting = Accounting(requested=len(todo), prices=dict(spec.teacher.prices))
     ctx = _Context(rs, store, teacher, run_id, summary, acct, checks,
                    jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema),
                    SpecRef(spec.name, spec.version, rs.hash), rs.output_schema if spec.teacher.constrained else None,
                    sampling)
-    if on_progress:
-        on_progress(summary, 0)
     status = "completed"
     try:
+        if on_progress:
+            on_progress(summary, 0)  # the run row exists from here on (the CLI arms its SIGTERM handler here)
         if spec.guards.preflight.probes and todo:
             ok, rate = _probe_round(ctx, "preflight", spec.guards.preflight.min_pass_rate)
             if not ok:
@@ -155,22 +162,33 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
                 summary.stop_reason = reason
                 store.add_event(run_id, "stopped", {"reason": reason})
                 status = "aborted"
-    except KeyboardInterrupt:
-        status = "interrupted"
+    except BaseException as exc:
+        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        try:
+            _finish(ctx, status, t0)
+        except Exception as again:  # the store itself may be what failed (disk full): keep the first error
+            log.warning("could not mark run %s %s: %s", run_id, status, again)
         raise
-    except BaseException:
-        status = "failed"
-        raise
-    finally:
-        summary.status = status
-        summary.wall_s = time.perf_counter() - t0
-        snap = acct.snapshot(summary.wall_s)
-        store.finish_run(run_id, status, {**summary.as_dict(), "wall_s": summary.wall_s,
-                                          "teacher_s": summary.teacher_s, "cost": snap["cost"],
-                                          "calls": snap["calls"], "retries": snap["retries"], "stats": snap})
-        if status == "completed":
-            store.export_parquet(spec.name, spec.version, rs.hash)
+    _finish(ctx, status, t0)
     return summary
+
+
+def _finish(ctx: "_Context", status: str, t0: float) -> None:
+    """Store the run's figures and status; a completed run's Parquet export is in place before it says so."""
+    summary, store, spec = ctx.summary, ctx.store, ctx.rs.spec
+    summary.status = status
+    summary.wall_s = time.perf_counter() - t0
+    snap = ctx.acct.snapshot(summary.wall_s)
+    stats = {**summary.as_dict(), "wall_s": summary.wall_s, "teacher_s": summary.teacher_s, "cost": snap["cost"],
+             "calls": snap["calls"], "retries": snap["retries"], "stats": snap}
+    if status == "completed":
+        try:
+            store.export_parquet(spec.name, spec.version, ctx.rs.hash)
+        except BaseException:
+            summary.status = stats["status"] = "failed"
+            store.finish_run(ctx.run_id, "failed", stats)
+            raise
+    store.finish_run(ctx.run_id, status, stats)
 
 
 @dataclass

@@ -84,7 +84,7 @@ def merge_stores(out_path: str | Path, shard_paths: list[str | Path], *, require
                 aliases.append(alias)
             _check_labels(con, paths, aliases, report, require_complete)
             winners, replaced = _decide(con, paths, aliases, report)
-            _write(con, aliases, winners, replaced, report)
+            _write(out, aliases, winners, replaced, report)
             _summarise(con, report)
         finally:
             for alias in aliases:
@@ -180,9 +180,8 @@ def _decide(con, paths, aliases, report: MergeReport) -> tuple[dict[int, list[st
     return winners, replaced
 
 
-def _write(con, aliases, winners: dict[int, list[str]], replaced: list[str], report: MergeReport) -> None:
-    con.execute("BEGIN")
-    try:
+def _write(store: Store, aliases, winners: dict[int, list[str]], replaced: list[str], report: MergeReport) -> None:
+    with store.transaction() as con:
         if replaced:
             con.register("_replaced", pa.table({"record_id": replaced}))
             con.execute("DELETE FROM verdicts WHERE stage = 'generate' AND record_id IN (SELECT record_id FROM _replaced)")
@@ -205,10 +204,6 @@ def _write(con, aliases, winners: dict[int, list[str]], replaced: list[str], rep
             con.execute(f"INSERT INTO events SELECT * FROM (SELECT * FROM {alias}.events "
                         "EXCEPT ALL SELECT * FROM events)")
         report.runs = con.execute("SELECT count(*) FROM runs").fetchone()[0] - before_runs
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def _summarise(con, report: MergeReport) -> None:

@@ -12,10 +12,11 @@ import json
 import os
 import socket
 import uuid
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -25,6 +26,7 @@ from mashbill import __version__
 from mashbill.errors import StoreError
 
 DB_NAME = "mashbill.duckdb"
+EXPORT_TMP_PREFIX = ".records.parquet.tmp-"
 
 
 def _now() -> datetime:
@@ -58,6 +60,23 @@ def migrations() -> list[tuple[int, str, str]]:
     return out
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass  # the failed statement or COMMIT already ended the transaction
+
+
+def damaged_message(db: Path, exc: BaseException) -> str:
+    """One line for a store DuckDB cannot read (truncated, a flipped byte, a full disk)."""
+    return (f"store {db} is damaged or unreadable ({_first_line(exc)}); restore it from a copy, or re-merge "
+            "it from its shard stores")
+
+
 class Store:
     """A store folder. Open it with `Store.open(path)`; use as a context manager."""
 
@@ -65,6 +84,7 @@ class Store:
         self.root = root
         self.con = con
         self.read_only = read_only
+        self.reaped: list[str] = []  # runs of dead processes this open marked 'interrupted'
 
     # ------------------------------------------------------------ opening
 
@@ -95,6 +115,13 @@ class Store:
         store = cls(root, con, read_only)
         try:
             store._migrate()
+            if not read_only:
+                # Holding the write lock proves no other process is writing: clear what dead ones left.
+                store.reaped = reap_dead_runs(store)
+                remove_stale_exports(root)
+        except duckdb.Error as exc:
+            con.close()
+            raise StoreError(damaged_message(db, exc)) from None
         except BaseException:
             con.close()
             raise
@@ -111,6 +138,11 @@ class Store:
         if applied and max(applied) > latest:
             raise StoreError(f"store {self.root} has schema version {max(applied)}, newer than this mashbill "
                              f"({__version__}) understands ({latest}); upgrade mashbill. The store was not touched.")
+        lost = sorted(n for n, _, _ in known if applied and n < max(applied) and n not in applied)
+        if lost:
+            raise StoreError(f"store {self.root}: schema_migrations lacks version(s) {lost} although "
+                             f"{max(applied)} is applied (the table was edited); re-insert the missing row(s) "
+                             "or restore the store. The store was not touched.")
         pending = [m for m in known if m[0] not in applied]
         if not pending:
             return
@@ -118,18 +150,34 @@ class Store:
             raise StoreError(f"store {self.root} needs schema migrations {[m[0] for m in pending]}; "
                              "open it once for writing")
         for num, name, sql in pending:
-            self.con.execute("BEGIN")
-            try:
+            with self.transaction() as con:
                 if not has_table:
-                    self.con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, "
-                                     "applied_at TIMESTAMP)")
+                    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR, "
+                                "applied_at TIMESTAMP)")
                     has_table = True
-                self.con.execute(sql)
-                self.con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [num, name, _now()])
-                self.con.execute("COMMIT")
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
+                con.execute(sql)
+                con.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", [num, name, _now()])
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """BEGIN; COMMIT when the block ends, ROLLBACK when it raises: all of it is stored or none.
+
+        A COMMIT that fails (disk full, I/O error) has already ended the transaction, so there is nothing
+        to roll back; it becomes a StoreError saying nothing of the block was stored.
+        """
+        con = self.con
+        con.execute("BEGIN")
+        try:
+            yield con
+        except BaseException:
+            _rollback(con)
+            raise
+        try:
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            _rollback(con)
+            raise StoreError(f"store {self.root / DB_NAME}: the commit failed, nothing of it was stored: "
+                             f"{_first_line(exc)}") from None
 
     def close(self) -> None:
         self.con.close()
@@ -152,10 +200,10 @@ class Store:
         run_id = _now().strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
         self.con.execute(
             "INSERT INTO runs (run_id, spec_name, spec_version, spec_hash, kind, backend, model, model_sha256, "
-            "model_info, sampling, shard, status, started_at, tool_version, hostname, args) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            "model_info, sampling, shard, status, started_at, tool_version, hostname, args, pid) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
             [run_id, spec_name, spec_version, spec_hash, kind, backend, model, model_sha256, _json(model_info),
-             _json(sampling), shard, _now(), __version__, socket.gethostname(), _json(args)])
+             _json(sampling), shard, _now(), __version__, socket.gethostname(), _json(args), os.getpid()])
         return run_id
 
     def finish_run(self, run_id: str, status: str, stats: dict) -> None:
@@ -216,9 +264,7 @@ class Store:
             "error": pa.array([c.error for c in calls], pa.string()),
             "created_at": pa.array([now] * len(calls), pa.timestamp("us")),
         })
-        con = self.con
-        con.execute("BEGIN")
-        try:
+        with self.transaction() as con:
             id_table = pa.table({"record_id": ids})
             con.register("_ids", id_table)
             # A failed record being retried is replaced; a finished one never is (the caller skips those).
@@ -232,10 +278,6 @@ class Store:
                     con.execute(f"INSERT INTO {target} SELECT * FROM {name}")
                     con.unregister(name)
             con.unregister("_ids")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
 
     def add_verdicts(self, run_id: str, verdicts: Iterable[tuple[str, Verdict]]) -> int:
         rows = list(verdicts)
@@ -254,9 +296,7 @@ class Store:
         validation_id = _now().strftime("%Y%m%dT%H%M%S") + "-v" + uuid.uuid4().hex[:8]
         now = _now()
         ids = list(results)
-        con = self.con
-        con.execute("BEGIN")
-        try:
+        with self.transaction() as con:
             con.execute("INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         [validation_id, spec_hash, source, now, now, len(ids), _json(counts), _json(report)])
             if ids:
@@ -277,10 +317,6 @@ class Store:
                 con.register("_marks", marks)
                 con.execute("INSERT INTO record_validations SELECT * FROM _marks")
                 con.unregister("_marks")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         return validation_id
 
     def records(self, spec_hash: str | None = None, status: str | None = None,
@@ -318,13 +354,62 @@ class Store:
     def export_parquet(self, spec_name: str, spec_version: int, spec_hash: str) -> Path:
         """Write this spec's records to Parquet atomically (temp file, then rename)."""
         out_dir = self.root / "parquet" / f"{spec_name}@{spec_version}"
-        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {out_dir}: {exc.strerror}") from None
         final = out_dir / "records.parquet"
-        tmp = out_dir / f".records.parquet.tmp-{os.getpid()}"
-        self.con.execute(
-            f"COPY (SELECT * FROM records WHERE spec_hash = ? ORDER BY record_id) TO '{tmp.as_posix()}' "
-            "(FORMAT parquet, COMPRESSION zstd)", [spec_hash])
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        tmp.replace(final)
+        tmp = out_dir / f"{EXPORT_TMP_PREFIX}{os.getpid()}"
+        try:
+            self.con.execute(
+                f"COPY (SELECT * FROM records WHERE spec_hash = ? ORDER BY record_id) TO '{tmp.as_posix()}' "
+                "(FORMAT parquet, COMPRESSION zstd)", [spec_hash])
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            tmp.replace(final)
+        except (OSError, duckdb.Error) as exc:
+            tmp.unlink(missing_ok=True)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
+            raise StoreError(f"cannot write the Parquet export {final}: {why}; the records are safe in "
+                             f"{self.root / DB_NAME}, and the next completed run exports them") from None
         return final
+
+
+def reap_dead_runs(store: Store) -> list[str]:
+    """Mark runs left 'running' by a process that is gone as 'interrupted'; returns their ids.
+
+    Called with the write lock held: DuckDB lets one process write a store at a time, so a 'running' run of
+    any other process has lost its writer (kill -9, a crash, a power cut). Its counts are filled from what
+    it committed; teacher calls of the batch it had in progress were never stored and are not counted.
+    """
+    rows = store.con.execute("SELECT run_id, pid, hostname FROM runs WHERE status = 'running'").fetchall()
+    me = (os.getpid(), socket.gethostname())
+    dead = [r for r in rows if (r[1], r[2]) != me]
+    for run_id, pid, host in dead:
+        with store.transaction() as con:
+            con.execute(
+                "UPDATE runs SET status = 'interrupted', "
+                "finished_at = coalesce((SELECT max(created_at) FROM records r WHERE r.run_id = runs.run_id), "
+                "started_at), "
+                "accepted = (SELECT count(*) FROM records r WHERE r.run_id = runs.run_id AND status = 'accepted'), "
+                "rejected = (SELECT count(*) FROM records r WHERE r.run_id = runs.run_id AND status = 'rejected'), "
+                "failed = (SELECT count(*) FROM records r WHERE r.run_id = runs.run_id AND status = 'failed'), "
+                "calls = (SELECT count(*) FROM teacher_calls c WHERE c.run_id = runs.run_id), "
+                "tokens_in = (SELECT coalesce(sum(prompt_tokens), 0) FROM teacher_calls c "
+                "             WHERE c.run_id = runs.run_id), "
+                "tokens_out = (SELECT coalesce(sum(completion_tokens), 0) FROM teacher_calls c "
+                "              WHERE c.run_id = runs.run_id), "
+                "tokens_cached = (SELECT coalesce(sum(cached_tokens), 0) FROM teacher_calls c "
+                "                 WHERE c.run_id = runs.run_id), "
+                "retries = (SELECT count(*) FROM teacher_calls c WHERE c.run_id = runs.run_id AND attempt > 1) "
+                "WHERE run_id = ?", [run_id])
+            con.execute("INSERT INTO events VALUES (?, ?, 'interrupted', ?)", [run_id, _now(), _json({
+                "reason": f"process {pid} on {host} ended without finishing the run (killed or crashed)",
+                "figures": "committed batches only: teacher calls of the batch in progress were lost"})])
+    return [r[0] for r in dead]
+
+
+def remove_stale_exports(root: Path) -> None:
+    """Remove Parquet export temporaries a killed run left (called with the write lock held)."""
+    for tmp in (root / "parquet").glob(f"*/{EXPORT_TMP_PREFIX}*"):
+        tmp.unlink(missing_ok=True)

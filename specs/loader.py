@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -121,31 +122,42 @@ def read_seed_rows(path: Path, fmt: str | None) -> list[dict]:
     fmt = fmt or {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".json": "json"}.get(path.suffix)
     if fmt is None:
         raise SpecError(str(path), "cannot tell the seed format from the suffix; set 'format'")
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError) as exc:
+            raise SpecError(str(path), f"not a readable Parquet file: {str(exc).splitlines()[0]}") from None
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SpecError(str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})", line=line) from None
     if fmt == "jsonl":
         rows = []
-        with path.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise SpecError(str(path), f"row is not JSON: {exc.msg}", line=n) from None
-                if not isinstance(row, dict):
-                    raise SpecError(str(path), "row is not a JSON object", line=n)
-                rows.append(row)
+        for n, line in enumerate(text.split("\n"), 1):  # not splitlines: JSON strings may hold U+2028
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SpecError(str(path), f"row is not JSON: {exc.msg}", line=n) from None
+            if not isinstance(row, dict):
+                raise SpecError(str(path), "row is not a JSON object", line=n)
+            rows.append(row)
         return rows
     if fmt == "json":
-        rows = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(rows, list):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(str(path), f"not JSON: {exc.msg}", line=exc.lineno) from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise SpecError(str(path), "expected a JSON list of objects")
         return rows
-    if fmt == "csv":
-        with path.open(encoding="utf-8", newline="") as f:
-            return list(csv.DictReader(f))
-    import pyarrow.parquet as pq
-
-    return pq.read_table(path).to_pylist()
+    return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
 def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: dict) -> tuple[dict, ...]:
@@ -158,6 +170,10 @@ def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: di
             files[f"seeds.{i}"] = sha256_bytes(p.read_bytes())
             file_paths[f"seeds.{i}"] = p
             rows, where = read_seed_rows(p, src.format), str(p)
+        if not rows:
+            # A spec with no inputs is a mistake (an empty or truncated export), not a run of zero records.
+            raise SpecError(where, "no seed rows" + (" (the file is empty)" if src.inline is None else ""),
+                            field=f"seeds.{i}", line=line_for(lines, ("seeds", i)) if src.inline is not None else None)
         for n, row in enumerate(rows[: src.limit] if src.limit else rows, 1):
             if src.columns:
                 missing = [col for col in src.columns.values() if col not in row]

@@ -15,6 +15,20 @@ def find_lock(start: Path) -> Path | None:
     return None
 
 
+def lock_problem(rs) -> str | None:
+    """Why a resolved spec does not match specs.lock (None when it does); `spec check` and `generate` share it."""
+    lock_path = find_lock(rs.path)
+    if lock_path is None:
+        return f"no specs.lock in its folder or above; run `mashbill spec lock {rs.path}`"
+    locked = read_lock(lock_path)
+    if rs.ref not in locked:
+        return f"not in {lock_path}; run `mashbill spec lock {rs.path}`"
+    if locked[rs.ref] != rs.hash:
+        return (f"content changed (hash {rs.hash[:12]}, locked {locked[rs.ref][:12]}) but version "
+                f"{rs.spec.version} did not; bump `version` and run `mashbill spec lock`")
+    return None
+
+
 def read_lock(path: Path) -> dict[str, str]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 

@@ -333,11 +333,18 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
 
     records = store.records(spec_hash=rs.hash, status=None if include_all else "accepted")
     if not records:
-        other = store.sql("SELECT spec_hash, count(*) AS n FROM records WHERE spec_name = ? AND spec_version = ? "
-                          "GROUP BY spec_hash", [rs.spec.name, rs.spec.version]).to_pylist()
+        held = store.sql("SELECT spec_hash = ? AS same, status, count(*) AS n FROM records WHERE spec_name = ? "
+                         "AND spec_version = ? GROUP BY ALL ORDER BY ALL",
+                         [rs.hash, rs.spec.name, rs.spec.version]).to_pylist()
+        same = {o["status"]: o["n"] for o in held if o["same"]}
+        other = sum(o["n"] for o in held if not o["same"])
         hint = ""
-        if other:
-            hint = (f"; the store holds {sum(o['n'] for o in other)} record(s) of {rs.ref} under other content "
+        if same:
+            hint = ("; its records under this hash are all " +
+                    ", ".join(f"{k} ({v})" for k, v in sorted(same.items())) +
+                    " (--all validates those too)")
+        elif other:
+            hint = (f"; the store holds {other} record(s) of {rs.ref} under other content "
                     f"hashes (the spec or a file it references changed since they were generated)")
         raise ValidationInputError(f"no {'' if include_all else 'accepted '}records of {rs.ref} "
                                    f"(hash {rs.hash[:12]}) in {store.root}{hint}")

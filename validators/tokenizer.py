@@ -241,12 +241,12 @@ def load_tokenizer(ref: str, base_dir: Path | None = None) -> LoadedTokenizer:
 
 def resolve_chat_template(loaded: LoadedTokenizer, chat_template: str | None, base_dir: Path | None = None) -> str | None:
     """The template text to render with: the profile's (a built-in name, a .jinja file or literal text) or the
-    tokenizer's own. None when there is none at all."""
+    tokenizer's own. None when there is none at all. A template that does not compile is a ValidationInputError."""
     if chat_template:
         if chat_template in BUILTIN_TEMPLATES:
             return BUILTIN_TEMPLATES[chat_template]
         if "{%" in chat_template or "{{" in chat_template:
-            return chat_template
+            return check_template_syntax(chat_template, "the chat template given as text")
         p = Path(chat_template).expanduser()
         if not p.is_absolute() and base_dir is not None and not p.exists():
             p = base_dir / p
@@ -254,13 +254,27 @@ def resolve_chat_template(loaded: LoadedTokenizer, chat_template: str | None, ba
             raise ValidationInputError(f"chat template not found: {chat_template} (expected a built-in name "
                                        f"({', '.join(BUILTIN_TEMPLATES)}), a .jinja file or template text)")
         try:
-            return p.read_text(encoding="utf-8")
+            return check_template_syntax(p.read_text(encoding="utf-8"), str(p))
         except UnicodeDecodeError:
             raise ValidationInputError(f"{p}: chat template is not UTF-8 text") from None
     tmpl = loaded.tok.chat_template
     if isinstance(tmpl, dict):
         tmpl = tmpl.get("default") or next(iter(tmpl.values()), None)
-    return tmpl or None
+    return check_template_syntax(tmpl, f"the chat template of {loaded.path}") if tmpl else None
+
+
+def check_template_syntax(template: str, source: str) -> str:
+    """Compile the template as transformers will (its Jinja environment and extensions); name source and line."""
+    _offline()
+    import jinja2
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    try:
+        _compile_jinja_template(template)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ValidationInputError(f"{source}:{exc.lineno}: Jinja syntax error in the chat template: "
+                                   f"{exc.message}") from None
+    return template
 
 
 def has_generation_markers(template: str) -> bool:

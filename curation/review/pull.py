@@ -152,9 +152,7 @@ def write_decisions(store: Store, rows: list[dict]) -> tuple[int, int]:
         "pulled_at": pa.array([r["pulled_at"] for r in rows], pa.timestamp("us")),
         "dataset": pa.array([r["dataset"] for r in rows], pa.string()),
     })
-    con = store.con
-    con.execute("BEGIN")
-    try:
+    with store.transaction() as con:
         con.register("_new", table)
         replaced = con.execute("SELECT count(*) FROM review_decisions d JOIN _new n "
                                "ON d.record_id = n.record_id AND d.reviewer = n.reviewer").fetchone()[0]
@@ -162,10 +160,6 @@ def write_decisions(store: Store, rows: list[dict]) -> tuple[int, int]:
                     "WHERE review_decisions.record_id = n.record_id AND review_decisions.reviewer = n.reviewer")
         con.execute(f"INSERT INTO review_decisions ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} FROM _new")
         con.unregister("_new")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return len(rows), replaced
 
 

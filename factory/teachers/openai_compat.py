@@ -26,6 +26,7 @@ import logging
 import os
 import queue
 import random
+import re
 import threading
 import time
 from datetime import datetime, timezone
@@ -73,9 +74,19 @@ def normalize_base_url(url: str) -> str:
     """'http://host:8000' -> 'http://host:8000/v1'; a URL with a path is kept as given (without a trailing /)."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise TeacherError(f"teacher base_url {url!r} is not an http(s) URL (expected e.g. http://127.0.0.1:8000/v1)")
+        raise TeacherError(f"teacher base_url {redact_url(url)!r} is not an http(s) URL (expected e.g. "
+                           "http://127.0.0.1:8000/v1)")
     path = parts.path.rstrip("/") or "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def redact_url(text: str) -> str:
+    """Hide credentials written into a URL (`http://user:key@host/v1` -> `http://***@host/v1`): they never
+    reach an error line, a log or the store."""
+    return _USERINFO.sub("***@", text)
 
 
 def retry_after_s(value: str | None) -> float | None:
@@ -133,6 +144,7 @@ class OpenAITeacher:
         self.spec = teacher_spec
         self.model = teacher_spec.model
         self.base_url = normalize_base_url(url)
+        self.shown_url = redact_url(self.base_url)  # what messages and the run's model_info show
         self.concurrency = concurrency or rt.concurrency
         self.timeout_s = rt.timeout_s
         self.max_retries = rt.max_retries
@@ -181,7 +193,7 @@ class OpenAITeacher:
 
     def info(self) -> dict:
         return {"backend": self.backend, "model": self.model, "revision": self.spec.revision,
-                "base_url": self.base_url, "structured_output": self.mode, "server": dict(self._server),
+                "base_url": self.shown_url, "structured_output": self.mode, "server": dict(self._server),
                 "concurrency": self.concurrency, "timeout_s": self.timeout_s, "max_retries": self.max_retries}
 
     def payload(self, messages: list[dict], schema: dict | None, sampling: dict, mode: str | None) -> dict:
@@ -228,12 +240,12 @@ class OpenAITeacher:
         sampling = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1, "seed": 0}
         r = await self._post_check(self.payload(PROBE_MESSAGES, None, sampling, None), "chat check")
         if r.status_code != 200:
-            raise TeacherError(f"the teacher server at {self.base_url} answered HTTP {r.status_code} to a chat "
+            raise TeacherError(f"the teacher server at {self.shown_url} answered HTTP {r.status_code} to a chat "
                                f"completion for '{self.model}': {_snippet(r.text, 200)}")
         try:
             self._server["reported_model"] = parse_completion(r.json())[3]
         except ValueError as exc:
-            raise TeacherError(f"the teacher server at {self.base_url} did not return a chat completion: "
+            raise TeacherError(f"the teacher server at {self.shown_url} did not return a chat completion: "
                                f"{_snippet(str(exc), 120)}") from None
 
     async def _get(self, url: str, what: str):
@@ -241,30 +253,30 @@ class OpenAITeacher:
         try:
             return await self._client.get(url, timeout=min(self.timeout_s, 15.0))
         except httpx.ConnectError as exc:
-            raise TeacherError(f"cannot reach the teacher server at {self.base_url} ({_reason(exc)}); is it running? "
+            raise TeacherError(f"cannot reach the teacher server at {self.shown_url} ({_reason(exc)}); is it running? "
                                "Check teacher.base_url in the spec or --base-url") from None
         except httpx.TimeoutException:
-            raise TeacherError(f"the teacher server at {self.base_url} did not answer {what} within "
+            raise TeacherError(f"the teacher server at {self.shown_url} did not answer {what} within "
                                f"{min(self.timeout_s, 15.0):g}s") from None
         except httpx.HTTPError as exc:
-            raise TeacherError(f"{what} at {self.base_url} failed: {_reason(exc)}") from None
+            raise TeacherError(f"{what} at {self.shown_url} failed: {_reason(exc)}") from None
 
     async def _check_models(self) -> None:
         r = await self._get(self.base_url + "/models", "GET /models")
         if r.status_code in (401, 403):
-            raise TeacherError(f"the teacher server at {self.base_url} refused the API key (HTTP {r.status_code}); "
+            raise TeacherError(f"the teacher server at {self.shown_url} refused the API key (HTTP {r.status_code}); "
                                f"set ${self.api_key_env}")
         if r.status_code != 200:
-            raise TeacherError(f"GET {self.base_url}/models answered HTTP {r.status_code} ({_snippet(r.text, 120)}); "
+            raise TeacherError(f"GET {self.shown_url}/models answered HTTP {r.status_code} ({_snippet(r.text, 120)}); "
                                "is this an OpenAI-compatible server? The URL usually ends in /v1")
         try:
             entries = r.json()["data"]
             ids = [m["id"] for m in entries]
         except (ValueError, KeyError, TypeError):
-            raise TeacherError(f"GET {self.base_url}/models did not return an OpenAI model list: "
+            raise TeacherError(f"GET {self.shown_url}/models did not return an OpenAI model list: "
                                f"{_snippet(r.text, 120)}") from None
         if self.model not in ids:
-            raise TeacherError(f"the teacher server at {self.base_url} does not serve model '{self.model}' "
+            raise TeacherError(f"the teacher server at {self.shown_url} does not serve model '{self.model}' "
                                f"(teacher.model); it serves: {', '.join(ids) or 'no models'}")
         entry = next(m for m in entries if m["id"] == self.model)
         self._server["models"] = ids
@@ -283,10 +295,10 @@ class OpenAITeacher:
         try:
             return await self._client.post(self._chat_url, json=payload)
         except httpx.TimeoutException:
-            raise TeacherError(f"the teacher server at {self.base_url} did not answer the {what} within "
+            raise TeacherError(f"the teacher server at {self.shown_url} did not answer the {what} within "
                                f"{self.timeout_s:g}s (runtime.timeout_s)") from None
         except httpx.HTTPError as exc:
-            raise TeacherError(f"the {what} request to {self.base_url} failed: {_reason(exc)}") from None
+            raise TeacherError(f"the {what} request to {self.shown_url} failed: {_reason(exc)}") from None
 
     async def _check_structured(self) -> None:
         import jsonschema
@@ -298,7 +310,7 @@ class OpenAITeacher:
             r = await self._post_check(self.payload(PROBE_MESSAGES, PROBE_SCHEMA, sampling, mode),
                                        "structured-output check")
             if r.status_code in (401, 403):
-                raise TeacherError(f"the teacher server at {self.base_url} refused the API key (HTTP "
+                raise TeacherError(f"the teacher server at {self.shown_url} refused the API key (HTTP "
                                    f"{r.status_code}); set ${self.api_key_env}")
             if r.status_code != 200:  # servers refuse an unknown format with 400, 422 or even 500
                 tried.append(f"{mode}: HTTP {r.status_code} {_snippet(r.text, 100)}")
@@ -318,7 +330,7 @@ class OpenAITeacher:
                     self._server["system_fingerprint"] = body["system_fingerprint"]
                 return
             tried.append(f"{mode}: ignored, answered {_snippet(text, 60)!r}")
-        raise TeacherError(f"the teacher server at {self.base_url} does not enforce structured output for model "
+        raise TeacherError(f"the teacher server at {self.shown_url} does not enforce structured output for model "
                            f"'{self.model}' (tried {'; '.join(tried)}). Use a server with JSON-Schema support "
                            "(vLLM, llama.cpp), set runtime.structured_output, or set teacher.constrained: false")
 
@@ -326,7 +338,7 @@ class OpenAITeacher:
         sampling = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 4, "seed": 0}
         r = await self._post_check(self.payload(PROBE_MESSAGES, schema, sampling, self.mode), "output-schema check")
         if r.status_code != 200:
-            raise TeacherError(f"the teacher server at {self.base_url} refused the spec's output schema with "
+            raise TeacherError(f"the teacher server at {self.shown_url} refused the spec's output schema with "
                                f"structured_output={self.mode} (HTTP {r.status_code}): {_snippet(r.text, 200)}")
 
     # ------------------------------------------------------------ generation
@@ -405,5 +417,5 @@ class OpenAITeacher:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = redact_url(str(exc).strip())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

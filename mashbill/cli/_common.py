@@ -23,13 +23,27 @@ def store_option(f):
                         help="Store folder (a DuckDB file plus Parquet exports). Env: MASHBILL_STORE.")(f)
 
 
-def sigterm_as_interrupt() -> None:
-    """SLURM and kill send SIGTERM: treat it like Ctrl-C so the run is marked interrupted cleanly."""
+def sigterm_as_interrupt(deferred: bool = False):
+    """SLURM and kill send SIGTERM: treat it like Ctrl-C so the run is marked interrupted cleanly.
+
+    With `deferred`, a SIGTERM that arrives before the returned `arm()` is called (the run row does not exist
+    yet) is held until then, so the run it stops is recorded as interrupted; a second SIGTERM acts at once.
+    """
+    state = {"armed": not deferred, "pending": False}
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        if state["armed"] or state["pending"]:
+            raise KeyboardInterrupt
+        state["pending"] = True
+
+    def arm() -> None:
+        if not state["armed"]:
+            state["armed"] = True
+            if state["pending"]:
+                raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    return arm
 
 
 class RunProgress:
@@ -71,3 +85,5 @@ def print_summary(summary) -> None:
     table.add_row("tokens in (of which prefix-cached) / out", f"{d['tokens_in']} ({d['tokens_cached']}) / {d['tokens_out']}")
     table.add_row("teacher seconds / wall seconds", f"{d['teacher_s']:.1f} / {d['wall_s']:.1f}")
     out.print(table)
+    for note in d.get("notes", ()):
+        out.print(f"note: {note}")

@@ -87,13 +87,21 @@ def teacher_kwargs(rs, *, threads=None, grammar=None, base_url=None, concurrency
 
 def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=None, grammar=None,
                  progress: bool = True, validate: bool = True, args: dict | None = None,
-                 base_url: str | None = None, concurrency: int | None = None):
+                 base_url: str | None = None, concurrency: int | None = None, allow_unlocked: bool = False,
+                 on_start=None):
     from mashbill.factory.generate import generate
     from mashbill.factory.store import Store
     from mashbill.factory.teachers import make_teacher
     from mashbill.specs import find_spec, load_spec
+    from mashbill.specs.lock import lock_problem
 
     rs = load_spec(find_spec(spec_name))
+    problem = lock_problem(rs)
+    if problem:
+        if not allow_unlocked:
+            raise MashbillError(f"{rs.ref} ({rs.path}): {problem}; or pass --allow-unlocked to generate from a "
+                                "draft (recorded on the run)")
+        args = {**(args or {}), "allow_unlocked": True, "unlocked": problem}
     if base_url and rs.spec.teacher.backend != "openai":
         raise MashbillError(f"--base-url is for teachers with backend 'openai'; {rs.ref} uses "
                             f"'{rs.spec.teacher.backend}'")
@@ -109,8 +117,13 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
             if hasattr(teacher, "check_schema"):  # the preflight: fails before any bulk work
                 teacher.check_schema(rs.output_schema)
             with LiveProgress(rs.ref, enabled=progress) as bar:
-                summary = generate(rs, store, teacher, limit=limit, shard=shard, checks=checks, on_progress=bar,
-                                   args=args)
+                def on_progress(summary, advanced):
+                    if on_start is not None and advanced == 0:
+                        on_start()  # the run row exists now
+                    bar(summary, advanced)
+
+                summary = generate(rs, store, teacher, limit=limit, shard=shard, checks=checks,
+                                   on_progress=on_progress, args=args)
         finally:
             teacher.close()
     return summary
@@ -127,13 +140,18 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
                                  "hash). Env: MASHBILL_TEACHER_URL.")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight (openai backend); "
                                                                 "overrides runtime.concurrency.")
+@click.option("--allow-unlocked", is_flag=True, help="Generate from a spec that does not match specs.lock (a draft); "
+                                                    "recorded on the run.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (for logs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(spec, store_path, limit, shard, threads, grammar, base_url, concurrency, no_progress, as_json):
+def command(spec, store_path, limit, shard, threads, grammar, base_url, concurrency, allow_unlocked, no_progress,
+            as_json):
     """Generate records for SPEC (a name, name@version or path) into the store.
 
     Re-running skips finished records and retries failed ones; a run killed at any moment
-    resumes without losing or duplicating a stored record. An openai teacher is checked first
+    resumes without losing or duplicating a stored record (a killed run is marked interrupted by
+    the next command that opens the store for writing). SPEC must match specs.lock, as
+    `mashbill spec check` requires, unless --allow-unlocked. An openai teacher is checked first
     (server reachable, model served, structured output enforced); the spec's guards may abort
     the run (gold probes, accept rate, circuit breaker): exit code 2 for a failed preflight,
     3 for a run a guard stopped.
@@ -143,12 +161,13 @@ def command(spec, store_path, limit, shard, threads, grammar, base_url, concurre
       mashbill generate quickstart-plan --limit 10 --store ./mashbill-data
       mashbill generate plan-moe --shard 0/4 --store shard_0 --base-url http://127.0.0.1:8000/v1
     """
-    sigterm_as_interrupt()
+    arm = sigterm_as_interrupt(deferred=True)
     try:
         summary = run_generate(spec, store_path, limit=limit, shard=parse_shard(shard), threads=threads,
                                grammar=grammar, progress=not no_progress and not as_json,
                                args={"limit": limit, "shard": shard, "concurrency": concurrency},
-                               base_url=base_url, concurrency=concurrency)
+                               base_url=base_url, concurrency=concurrency, allow_unlocked=allow_unlocked,
+                               on_start=arm)
     except KeyboardInterrupt:
         raise MashbillError("interrupted; the batches already stored are kept, re-run the same command to resume")
     if as_json:

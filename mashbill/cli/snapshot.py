@@ -95,7 +95,10 @@ def verify(ref, store_path, snapshots_dir):
 @click.option("--verify", "check", is_flag=True, help="Also re-hash every snapshot.")
 @click.option("--json", "as_json", is_flag=True)
 def ls_cmd(store_path, snapshots_dir, check, as_json):
-    """List the snapshots (folders with a manifest; interrupted freezes are ignored)."""
+    """List the snapshots (folders with a manifest; interrupted freezes are ignored).
+
+    Exit code 1 when --verify finds an altered snapshot or a manifest cannot be read.
+    """
     from mashbill.curation.snapshot import SnapshotError, incomplete_dirs, ls, verify as do_verify
 
     root = _root(store_path, snapshots_dir)
@@ -110,21 +113,23 @@ def ls_cmd(store_path, snapshots_dir, check, as_json):
                 it["error"] = str(exc)
     if as_json:
         out.print_json(json.dumps(items))
-        return
-    if not items:
+    elif not items:
         out.print(f"no snapshots under {root}")
-    for it in items:
-        if "counts" in it and it.get("counts"):
-            c = it["counts"]
-            status = "" if "verified" not in it else ("  verified" if it["verified"] else "  ALTERED")
-            out.print(f"{it['ref']:<32} {it['snapshot_id'][:12]}  {it['kind']:<11} train {c['train']:>6} "
-                      f"eval {c['eval']:>5} test {c['test']:>5}  {it['frozen_at']}{status}")
-        else:
-            out.print(f"{it['ref']:<32} unreadable: {it.get('error')}")
+    else:
+        for it in items:
+            if "counts" in it and it.get("counts"):
+                c = it["counts"]
+                status = "" if "verified" not in it else ("  verified" if it["verified"] else "  ALTERED")
+                out.print(f"{it['ref']:<32} {it['snapshot_id'][:12]}  {it['kind']:<11} train {c['train']:>6} "
+                          f"eval {c['eval']:>5} test {c['test']:>5}  {it['frozen_at']}{status}")
+            else:
+                out.print(f"{it['ref']:<32} unreadable: {it.get('error')}")
     junk = incomplete_dirs(root)
     if junk:
         console.print(f"{len(junk)} incomplete folder(s) ignored (interrupted freezes): "
                       + ", ".join(d.name for d in junk))
+    if any(it.get("verified") is False or "error" in it for it in items):
+        raise SystemExit(1)  # findings: an altered or unreadable snapshot
 
 
 @command.command()

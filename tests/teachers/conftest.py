@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from fault_server import FaultServer
-from teacher_helpers import SHARED, free_port, queries
+from teacher_helpers import SHARED, free_port, lock_spec, queries
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def write_spec(tmp_path):
             spec["guards"] = guards
         path = (folder or tmp_path) / f"{name}@1.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-        return path
+        return lock_spec(path)
 
     return write
 

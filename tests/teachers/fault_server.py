@@ -15,6 +15,7 @@ names the fault for that attempt, or None:
   truncate  half an answer with finish_reason "length"
   prose     ignore the schema and answer in prose
   slow      sleep `slow_s`, then answer normally
+  hold      wait until the test sets `server.gate`, then answer normally
 
 Run standalone: python fault_server.py --port 8000 --model fault-model [--delay 0.01]
 """
@@ -30,7 +31,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-FAULTS = ("500", "429", "hang", "close", "nonjson", "schema", "truncate", "prose", "slow")
+FAULTS = ("500", "429", "hang", "close", "nonjson", "schema", "truncate", "prose", "slow", "hold")
 
 
 def instance(schema: dict, seed: str, name: str = "") -> object:
@@ -72,7 +73,7 @@ def request_schema(body: dict) -> dict | None:
 class FaultServer:
     def __init__(self, *, model: str = "fault-model", schedule: Callable[[str, int], str | None] | None = None,
                  delay_s: float = 0.0, hang_s: float = 3.0, slow_s: float = 0.5, retry_after: str = "1",
-                 structured: bool = True, port: int = 0):
+                 structured: bool = True, port: int = 0, log_file: str | None = None):
         self.model = model
         self.schedule = schedule or (lambda key, attempt: None)
         self.delay_s = delay_s
@@ -82,6 +83,8 @@ class FaultServer:
         self.structured = structured
         self.attempts: dict[str, int] = {}
         self.log: list[tuple[str, int, str | None]] = []  # (key, attempt, fault) per chat request
+        self.gate = threading.Event()  # releases requests scheduled to `hold`
+        self.log_file = log_file  # one line per chat request, for tests that watch a server in another process
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.httpd.daemon_threads = True
@@ -98,6 +101,7 @@ class FaultServer:
         return self
 
     def stop(self) -> None:
+        self.gate.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -113,6 +117,9 @@ class FaultServer:
             self.attempts[key] = n
             fault = self.schedule(key, n)
             self.log.append((key, n, fault))
+            if self.log_file:
+                with open(self.log_file, "a", encoding="utf-8") as f:
+                    f.write(json.dumps([key, n, fault]) + "\n")
         return n, fault
 
     def _handler(self):
@@ -173,6 +180,8 @@ class FaultServer:
                     return self._send(200, b"<html><body>502 Bad Gateway (injected)</body></html>", "text/html")
                 if fault in ("hang", "slow"):
                     time.sleep(server.hang_s if fault == "hang" else server.slow_s)
+                if fault == "hold":
+                    server.gate.wait(120)
                 seed = hashlib.sha256(key.encode()).hexdigest()
                 schema = request_schema(body) if server.structured else None
                 finish = "stop"
@@ -201,8 +210,10 @@ def main() -> None:
     ap.add_argument("--model", default="fault-model")
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--no-structured", action="store_true")
+    ap.add_argument("--log", help="append one line per chat request to this file")
     args = ap.parse_args()
-    server = FaultServer(model=args.model, delay_s=args.delay, structured=not args.no_structured, port=args.port)
+    server = FaultServer(model=args.model, delay_s=args.delay, structured=not args.no_structured, port=args.port,
+                         log_file=args.log)
     print(f"fault server on {server.url}", flush=True)
     server.httpd.serve_forever()
 

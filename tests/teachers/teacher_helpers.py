@@ -37,6 +37,18 @@ def tag(key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def lock_spec(path: Path) -> Path:
+    """Lock a test's spec in a specs.lock beside it (what `mashbill spec lock` does for a new version; a test
+    that rewrites its spec re-locks it), so `generate` runs it without --allow-unlocked."""
+    from mashbill.specs import load_spec
+    from mashbill.specs.lock import LOCK_NAME, read_lock, write_lock
+
+    rs = load_spec(path)
+    lock = Path(path).parent / LOCK_NAME
+    write_lock(lock, {**read_lock(lock), rs.ref: rs.hash})
+    return path
+
+
 def run_cli(*args, check: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
     proc = subprocess.run([MASHBILL, *map(str, args)], capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:

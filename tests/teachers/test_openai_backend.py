@@ -12,7 +12,7 @@ from email.utils import format_datetime
 
 import pytest
 import yaml
-from teacher_helpers import SHARED, free_port, loads, run_cli, sql
+from teacher_helpers import SHARED, free_port, loads, lock_spec, run_cli, sql
 
 from mashbill.cli.generate import run_generate
 from mashbill.errors import TeacherError
@@ -35,7 +35,7 @@ def complexity_spec(tmp_path, *, model="smollm2", max_tokens=16, runtime=None, n
     }
     path = tmp_path / f"{name}@1.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    return path
+    return lock_spec(path)
 
 
 def test_real_server_structured_output_accounting_and_reproducibility(llama_server, tmp_path):

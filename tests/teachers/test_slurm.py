@@ -4,13 +4,14 @@ vLLM through MASHBILL_SERVER_CMD, a stand-in `sbatch`), they generate every shar
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from teacher_helpers import MASHBILL, free_port, records, run_cli
+from teacher_helpers import MASHBILL, free_port, records, run_cli, tag
 
 from mashbill.factory.slurm import ROCM_ENV, model_size_b, tensor_parallel_for
 
@@ -103,15 +104,23 @@ def test_a_task_terminated_before_its_time_limit_resumes(write_spec, tmp_path):
 
     port = free_port()
     spec, out, _ = render(write_spec, tmp_path, 1, port=port, extra=("--concurrency", "1"))  # ~5 s of work
+    requests = tmp_path / "requests.log"
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0",
-           "MASHBILL_SERVER_CMD": f"{sys.executable} {FAULT_SERVER} --port $PORT --model fault-model --delay 0.2"}
+           "MASHBILL_SERVER_CMD": f"{sys.executable} {FAULT_SERVER} --port $PORT --model fault-model --delay 0.2 "
+                                  f"--log {requests}"}
     task = subprocess.Popen(["bash", str(out / "generate.sbatch")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     db = tmp_path / "stores" / "shard_0" / "mashbill.duckdb"
-    deadline = time.monotonic() + 60
-    while not db.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.5)  # into the bulk work
+
+    def bulk_requests() -> int:  # seed requests the server saw (the structured-output check has no q000 tag)
+        if not requests.exists():
+            return 0
+        return sum(1 for line in requests.read_text().splitlines() if tag(json.loads(line)[0]) is not None)
+
+    deadline = time.monotonic() + 300  # a safety net only: the wait is on the server seeing bulk requests
+    while bulk_requests() < 3 and task.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert task.poll() is None, "the task ended before its bulk work was seen"
     task.send_signal(signal.SIGTERM)
     output, _ = task.communicate(timeout=60)
     assert task.returncode != 0 and "mashbill generate exited with 2" in output, output
