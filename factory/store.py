@@ -71,6 +71,24 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
         pass  # the failed statement or COMMIT already ended the transaction
 
 
+_OPENED: list[Path] = []  # store files this process opened, so a late failure can still name one
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """One line for a DuckDB error that means the store file is damaged or cannot be written (found while
+    reading a block long after the store opened, or after a failed write); None for anything else."""
+    text = str(exc)
+    damaged = isinstance(exc, (duckdb.FatalException, duckdb.SerializationException)) or any(
+        word in text for word in ("Corrupt database file", "checksum", "database has been invalidated",
+                                  "No space left", "File too large"))
+    if isinstance(exc, duckdb.IOException) and any(str(db) in text for db in _OPENED):
+        damaged = True
+    if not damaged:
+        return None
+    db = _OPENED[-1] if _OPENED else Path("the store")
+    return damaged_message(db, exc)
+
+
 def damaged_message(db: Path, exc: BaseException) -> str:
     """One line for a store DuckDB cannot read (truncated, a flipped byte, a full disk)."""
     return (f"store {db} is damaged or unreadable ({_first_line(exc)}); restore it from a copy, or re-merge "
@@ -109,9 +127,10 @@ class Store:
             if "lock" in msg.lower():
                 raise StoreError(f"store {db} is locked by another process (one writer at a time): "
                                  f"{msg.splitlines()[0]}") from None
-            raise StoreError(f"cannot open store {db}: {msg.splitlines()[0]}") from None
+            raise StoreError(damaged_message(db, exc)) from None
         except duckdb.Error as exc:
-            raise StoreError(f"cannot open store {db}: {str(exc).splitlines()[0]}") from None
+            raise StoreError(damaged_message(db, exc)) from None
+        _OPENED.append(db)
         store = cls(root, con, read_only)
         try:
             store._migrate()

@@ -1,6 +1,7 @@
 """The `mashbill` command line: one entry point, one module per subcommand, loaded lazily.
 
-Domain errors (MashbillError) become one line on stderr and exit code 2; tracebacks are for bugs.
+Domain errors (MashbillError) and a damaged store become one line on stderr and exit code 2; tracebacks
+are for bugs.
 """
 
 from __future__ import annotations
@@ -45,6 +46,15 @@ class LazyGroup(click.Group):
         except MashbillError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except Exception as exc:
+            if type(exc).__module__.lstrip("_") == "duckdb":  # a damaged store found mid-command
+                from mashbill.factory.store import storage_failure
+
+                line = storage_failure(exc)
+                if line:
+                    click.echo(f"error: {line}", err=True)
+                    sys.exit(2)
+            raise
 
 
 @click.group(cls=LazyGroup)

@@ -103,7 +103,8 @@ def check(paths):
         try:
             rs = load_spec(p)
         except SpecError as exc:
-            click.echo(f"FAIL {exc}")
+            where = "" if Path(exc.path).resolve() == p.resolve() else f" (in spec {p})"
+            click.echo(f"FAIL {exc}{where}")
             problems += 1
             continue
         found = [x for x in (lock_problem(rs), tokenizer_problem(rs)) if x]

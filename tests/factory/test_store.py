@@ -153,3 +153,99 @@ def test_record_validation_replaces_earlier_validate_verdicts(tmp_path):
         latest = store.sql("SELECT record_id, arg_max(passed, validated_at) passed, count(*) n "
                            "FROM record_validations GROUP BY 1 ORDER BY 1").to_pylist()
         assert [r["n"] for r in latest] == [2, 2] and all(r["passed"] for r in latest)
+
+
+def test_transaction_stores_all_of_a_block_or_none_of_it(tmp_path):
+    with Store.open(tmp_path / "s") as store:
+        run = _begin(store)
+        with pytest.raises(RuntimeError):
+            with store.transaction() as con:
+                con.execute("INSERT INTO events VALUES (?, now(), 'a', NULL)", [run])
+                raise RuntimeError("stop half way")
+        with store.transaction() as con:
+            con.execute("INSERT INTO events VALUES (?, now(), 'b', NULL)", [run])
+        assert store.sql("SELECT kind FROM events").to_pylist() == [{"kind": "b"}]
+
+
+def test_a_failed_commit_is_one_store_error_not_cannot_rollback(tmp_path):
+    """A COMMIT that fails ends the transaction itself (DuckDB then refuses ROLLBACK with "cannot rollback - no
+    transaction is active"); the error names the store, and the store still works. The full-disk case, through
+    the CLI, is in tests/teachers/test_disk_full.py."""
+    with Store.open(tmp_path / "s") as store:
+        store.con.execute("CREATE TABLE u (k INTEGER PRIMARY KEY)")
+        other = store.con.cursor()
+        with pytest.raises(StoreError, match=r"mashbill\.duckdb: the commit failed, nothing of it was stored"):
+            with store.transaction() as con:
+                con.execute("INSERT INTO u VALUES (5)")
+                other.execute("BEGIN")  # another transaction commits the same key first: our COMMIT fails
+                other.execute("INSERT INTO u VALUES (5)")
+                other.execute("COMMIT")
+        other.close()
+        assert store.con.execute("SELECT k FROM u").fetchall() == [(5,)]
+        with store.transaction() as con:  # no transaction is left open
+            con.execute("INSERT INTO u VALUES (6)")
+        assert store.con.execute("SELECT count(*) FROM u").fetchall() == [(2,)]
+
+
+def test_runs_of_a_dead_process_are_marked_interrupted_on_the_next_write_open(tmp_path):
+    """kill -9 leaves a run 'running'; whoever next holds the write lock marks it interrupted, with its
+    committed figures; a read-only open changes nothing, and this process's own running run is left alone."""
+    path = tmp_path / "s"
+    code = textwrap.dedent(f"""
+        import os
+        from mashbill.factory.records import Record, SpecRef, TeacherCall
+        from mashbill.factory.store import Store
+        s = Store.open({str(path)!r})
+        run = s.begin_run(spec_name="t", spec_version=1, spec_hash="h" * 64, kind="plan", backend="test",
+                          model="m", model_sha256=None, model_info=None, sampling={{}})
+        rec = Record("id0001", "plan", {{"query": "q"}}, [], "[]", SpecRef("t", 1, "h" * 64), "accepted", (), {{}})
+        s.write_batch(run, [rec], {{}}, [TeacherCall("id0001", "p", 1, "test", "m", 0.1, 10, 0, 5, "stop")])
+        os._exit(0)  # dies without finishing the run, like kill -9
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with Store.open(path, read_only=True) as store:
+        assert store.sql("SELECT status FROM runs").to_pylist() == [{"status": "running"}]
+    with Store.open(path) as store:
+        mine = _begin(store)
+        [dead] = store.reaped
+        rows = store.sql("SELECT run_id, status, accepted, calls, tokens_in, pid FROM runs ORDER BY run_id = ?",
+                         [mine]).to_pylist()
+        assert rows[0]["run_id"] == dead and rows[0]["status"] == "interrupted"
+        assert (rows[0]["accepted"], rows[0]["calls"], rows[0]["tokens_in"]) == (1, 1, 10)
+        assert rows[1]["status"] == "running"
+        again = Store.open(path)  # the same process opening again leaves its own live run alone
+        assert again.reaped == []
+        again.close()
+        [(detail,)] = store.con.execute("SELECT detail FROM events WHERE kind = 'interrupted'").fetchall()
+        assert "ended without finishing the run" in detail
+
+
+def test_a_stale_export_temporary_is_removed_when_the_store_is_opened_for_writing(tmp_path):
+    with Store.open(tmp_path / "s") as store:
+        run = _begin(store)
+        store.write_batch(run, [_rec(1)], {}, [])
+        final = store.export_parquet("t", 1, REF.hash)
+    stale = final.parent / ".records.parquet.tmp-4242"  # a kill during an export leaves this (0 bytes)
+    stale.write_bytes(b"")
+    with Store.open(tmp_path / "s", read_only=True):
+        assert stale.exists()  # a reader holds no lock, so it removes nothing
+    Store.open(tmp_path / "s").close()
+    assert sorted(p.name for p in final.parent.iterdir()) == ["records.parquet"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "lost_migration"])
+def test_a_damaged_store_is_one_store_error(tmp_path, damage):
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), [_rec(i) for i in range(200)], {}, [])
+    db = tmp_path / "s" / DB_NAME
+    if damage == "truncate":
+        with open(db, "r+b") as f:
+            f.truncate(db.stat().st_size // 2)
+        expected = r"is damaged or unreadable \("
+    else:
+        con = duckdb.connect(str(db))
+        con.execute("DELETE FROM schema_migrations WHERE version = 3")
+        con.close()
+        expected = r"schema_migrations lacks version\(s\) \[3\]"
+    with pytest.raises(StoreError, match=expected):
+        Store.open(tmp_path / "s")

@@ -100,3 +100,15 @@ def test_faults_are_accounted_for_and_rerun_retries_exactly_the_failed(write_spe
     assert sum(s == "rejected" for s, _, _ in final.values()) == 4
     # a failed record is replaced, never stored twice; its verdicts are the new ones
     assert sql(store, "SELECT count(*) FROM verdicts WHERE code = 'TEACHER001'")[0][0] == 0
+
+
+def test_credentials_in_the_base_url_reach_the_server_but_never_the_store(write_spec, fault_server, tmp_path):
+    """Case 12: `--base-url http://user:key@host/v1` works, and the run's model_info shows `***@` instead."""
+    server = fault_server()
+    spec = write_spec(n=3)
+    url = server.url.replace("http://", "http://user:sk-SECRET123@")
+    summary = run_generate(str(spec), tmp_path / "store", progress=False, base_url=url)
+    assert summary.accepted == 3
+    [(info, args)] = sql(tmp_path / "store", "SELECT CAST(model_info AS VARCHAR), CAST(args AS VARCHAR) FROM runs")
+    assert "sk-SECRET123" not in info and "user:" not in info and "sk-SECRET123" not in (args or "")
+    assert server.url.replace("http://", "http://***@") in info

@@ -112,6 +112,23 @@ def test_unknown_spec_hash(tmp_path):
     assert res.exit_code == 2 and "no accepted records of plan-moe@1" in res.output
 
 
+def test_a_store_whose_records_were_all_rejected_says_so_not_other_hashes(tmp_path):
+    """Case 13: every record of the spec was rejected at generation, under the spec's own hash."""
+    rs = load_spec(find_spec("plan-moe"))
+    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
+    with Store.open(tmp_path / "s") as store:
+        run = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash, kind="plan",
+                              backend="test", model="m", model_sha256=None, model_info=None, sampling={})
+        prompt = render_prompt(rs, {"query": "What is 17% of 2840?"}, "x")
+        store.write_batch(run, [Record("x", "plan", {"query": "What is 17% of 2840?"}, None, "{", ref, "rejected",
+                                       prompt.training_messages, prompt.meta())],
+                          {"x": [Verdict("PARSE001", "reject", "not JSON")]}, [])
+    res = CliRunner().invoke(main, ["validate", "plan-moe", "--store", str(tmp_path / "s")])
+    assert res.exit_code == 2 and "no accepted records of plan-moe@1" in res.output
+    assert "all rejected (1)" in res.output and "--all" in res.output
+    assert "other content hashes" not in res.output
+
+
 def test_record_checks_for_the_factory():
     from mashbill.validators import CODES, record_checks
     from mashbill.validators.ruleset import load_ruleset
