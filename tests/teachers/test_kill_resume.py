@@ -66,6 +66,7 @@ def test_kill_9_at_five_random_moments_then_resume_equals_uninterrupted(write_sp
 
     assert killed_alive >= 3, f"seed {seed}: only {killed_alive} of 5 kills hit a running process"
     export = store / "parquet" / "fault-plan@1"
+    export.mkdir(parents=True, exist_ok=True)
     (export / ".records.parquet.tmp-999999").write_bytes(b"")  # what a kill during the export leaves
     final_run = run_cli("generate", *args, "--store", store, check=True)
 
