@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import uuid
+from collections import deque
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from importlib import resources
@@ -71,7 +72,7 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
         pass  # the failed statement or COMMIT already ended the transaction
 
 
-_OPENED: list[Path] = []  # store files this process opened, so a late failure can still name one
+_OPENED: deque[Path] = deque(maxlen=16)  # store files this process opened, so a late failure can name one
 
 
 def storage_failure(exc: BaseException) -> str | None:

@@ -25,6 +25,20 @@ def tiny_specs(tmp_path) -> Path:
     return dst
 
 
+def small_disk(limit: int):
+    """A preexec_fn for a child whose every write past `limit` bytes per file fails in the kernel (EFBIG, as on
+    a full disk): RLIMIT_FSIZE with SIGXFSZ ignored, so the write fails instead of killing the child. No root
+    needed, unlike mounting a small filesystem."""
+    import resource
+    import signal
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
 def run_cli(*args: str, cwd: Path | None = None, check: bool = False, timeout: int = 600, env=None):
     """Run the real `mashbill` CLI in a subprocess (as a user would)."""
     proc = subprocess.run([*MASHBILL, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout,

@@ -62,6 +62,12 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
         raise MashbillError(f"{rs.ref} uses teacher.backend '{teacher.backend}'; the SLURM job starts a vLLM server "
                             "per node and talks to it, so the spec's teacher needs backend: openai and the model "
                             "name vLLM should serve")
+    from mashbill.specs.lock import lock_problem
+
+    problem = lock_problem(rs)
+    if problem:  # found here, not in every array task: each task's `mashbill generate` would refuse it
+        raise MashbillError(f"{rs.ref} ({path}): {problem}; the array tasks run `mashbill generate`, which "
+                            "refuses a spec that does not match its lock")
     size = model_size_b if model_size_b is not None else size_of(teacher.model)
     if tp is None and size is None:
         out.print(f"[yellow]the model name {teacher.model!r} does not say its size; using TP 8 (set --model-size-b "

@@ -4,9 +4,7 @@ folders and deleted manifests (cases 11 and 13). The one-line CLI errors are in 
 from __future__ import annotations
 
 import os
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -16,7 +14,7 @@ from mashbill.curation.pull import load_snapshot
 from mashbill.curation.snapshot import IntegrityError, SnapshotError, freeze, incomplete_dirs, verify
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
-from tests.conftest import MASHBILL
+from tests.conftest import MASHBILL, small_disk
 from tests.curation.conftest import add_records
 
 
@@ -28,16 +26,11 @@ def plan_store(lib, tmp_path):
     return path, tmp_path / "store"
 
 
-def small_disk():  # every write past 8 KiB fails in the kernel (EFBIG), as on a full disk
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
-
-
 def test_disk_full_during_freeze_is_one_line_and_leaves_nothing(plan_store):
     spec, store = plan_store
     proc = subprocess.run([*MASHBILL, "snapshot", "freeze", str(spec), "--name", "plans", "--version", "1",
                            "--store", str(store), "--no-tokens"], capture_output=True, text=True, timeout=300,
-                          preexec_fn=small_disk)
+                          preexec_fn=small_disk(8192))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith("error: cannot write snapshot plans@1") and "File too large" in line

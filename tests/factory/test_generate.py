@@ -106,10 +106,21 @@ def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tiny_specs, tm
     rng = random.Random(11)
     seen: dict = {}
     kills_mid_run = 0
+    wal = store / "mashbill.duckdb.wal"  # grows with every commit until a clean close checkpoints it
+
+    def wal_size() -> int:
+        return wal.stat().st_size if wal.exists() else 0
+
     for attempt in range(12):
+        start = wal_size()
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if attempt < 10:
-            time.sleep(rng.uniform(2.0, 8.0))
+            # kill after a random amount of committed work (the write-ahead log's growth), not after a random
+            # time: a loaded machine slows the run, never moves the kill before the first batch
+            grow = rng.uniform(2_000, 24_000)
+            deadline = time.monotonic() + 600
+            while proc.poll() is None and wal_size() - start < grow and time.monotonic() < deadline:
+                time.sleep(0.02)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
         proc.wait()

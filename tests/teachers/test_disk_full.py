@@ -1,25 +1,19 @@
 """A full disk during `generate` (case 6): the failing COMMIT is one clear line (exit 2), never "cannot
 rollback", nothing committed is lost, and a resume finishes without duplicates.
 
-The disk fills through RLIMIT_FSIZE set in the child (with SIGXFSZ ignored): every write past the limit
-fails in the kernel with EFBIG ("File too large"), the same path to DuckDB and Parquet as ENOSPC, without
-needing root to mount a small filesystem.
+The disk fills through `small_disk` (RLIMIT_FSIZE in the child): every write past the limit fails in the
+kernel with EFBIG ("File too large"), the same path through DuckDB and Parquet as ENOSPC.
 """
 
 from __future__ import annotations
 
-import resource
-import signal
 import subprocess
 
 from teacher_helpers import MASHBILL, run_cli, sql
 
+from tests.conftest import small_disk
+
 LIMIT = 16 * 1024  # bytes per file: the store's write-ahead log outgrows it after a few batches
-
-
-def small_disk():
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
 
 
 def test_disk_full_during_generate_is_one_line_and_a_resume_completes(write_spec, fault_server, tmp_path):
@@ -29,7 +23,7 @@ def test_disk_full_during_generate_is_one_line_and_a_resume_completes(write_spec
     args = [str(spec), "--store", str(store), "--base-url", server.url, "--no-progress"]
     run_cli("generate", *args, "--limit", 10, check=True)  # the store exists and holds its first records
     full = subprocess.run([MASHBILL, "generate", *args], capture_output=True, text=True, timeout=300,
-                          preexec_fn=small_disk)
+                          preexec_fn=small_disk(LIMIT))
     assert full.returncode == 2, full.stderr
     lines = full.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: store ") and "File too large" in lines[0], full.stderr

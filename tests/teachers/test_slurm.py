@@ -94,6 +94,13 @@ def test_spec_without_an_openai_teacher_is_refused(tmp_path):
     assert proc.returncode == 2 and "needs backend: openai" in proc.stderr
 
 
+def test_a_spec_that_does_not_match_its_lock_is_refused_when_rendering(write_spec, tmp_path):
+    spec = write_spec()
+    (spec.parent / "specs.lock").unlink()
+    proc = run_cli("slurm", "generate", spec, "--nodes", 2, "--out", tmp_path / "s")
+    assert proc.returncode == 2 and "no specs.lock" in proc.stderr and not (tmp_path / "s").exists()
+
+
 def test_a_task_terminated_before_its_time_limit_resumes(write_spec, tmp_path):
     """SLURM signals the batch shell (--signal=B:TERM@180): mashbill must get it, mark the run interrupted,
     and the re-submitted task must finish the shard."""
