@@ -91,7 +91,7 @@ def export_classifier(run: Run, out: Path, lineage: dict, *, max_length: int = 6
     raw.unlink()
     int8 = out / INT8
     tmp8 = out / ".raw.int8.onnx"
-    quantize_dynamic(str(fp32), str(tmp8), weight_type=QuantType.QInt8)
+    quantize_dynamic(str(fp32), str(tmp8), weight_type=QuantType.QInt8, per_channel=True)
     _save_with_meta(onnx, tmp8, int8, meta)
     tmp8.unlink()
     tokenizer.save_pretrained(str(out / "tokenizer"))
