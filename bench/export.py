@@ -38,7 +38,7 @@ def build_inputs(work: Path):
     with Store.open(work / "store") as store:
         add_records(store, load_spec(spec))
     snap = freeze(spec, store_path=work / "store", name="bench", version="1", tokens=False)
-    clf = build_classifier(work / "runs" / "router", snap, steps=25)
+    clf = build_classifier(work / "runs" / "router", snap, steps=60)
     lora = build_lora_run(work / "runs" / "planner", snap, smollm2_base())
     return snap.path, clf, lora
 

@@ -82,11 +82,12 @@ class OnnxPredictor:
         return [self.id2label[int(j)] for j in logits.argmax(-1)]
 
     def predict(self, texts: list[str]) -> list[dict]:
+        """One request at a time, as deployed: dynamic INT8 scales depend on what shares a batch."""
         out = []
-        for start in range(0, len(texts), 32):
-            lg = self.logits(texts[start:start + 32])
-            for text, row, label in zip(texts[start:start + 32], lg, self.labels_of(lg)):
-                out.append({"text": text, "label": label, "logits": [round(float(x), 5) for x in row]})
+        for text in texts:
+            row = self.logits_one(text)[0]
+            out.append({"text": text, "label": self.labels_of(row[None])[0],
+                        "logits": [round(float(x), 5) for x in row]})
         return out
 
 

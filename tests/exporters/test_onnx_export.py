@@ -23,13 +23,14 @@ def test_onnx_export_matches_the_pytorch_model(onnx_export, classify_run, plan_s
     snap = Snapshot(plan_snapshot.path, plan_snapshot.manifest)
     texts, gold = labelled_texts(snap)
     ref = torch_logits(model, tokenizer, texts, 64)
-    fp32 = OnnxPredictor(path / "model.onnx").logits(texts)
-    int8 = OnnxPredictor(path / "model.int8.onnx").logits(texts)
+    fp32_pred = OnnxPredictor(path / "model.onnx")
+    fp32 = fp32_pred.logits(texts)
+    int8 = np.concatenate([OnnxPredictor(path / "model.int8.onnx").logits_one(t) for t in texts])
     assert fp32.shape == ref.shape == (len(texts), len(model.config.id2label))
     assert np.abs(fp32 - ref).max() < 1e-3
     assert 0 < np.abs(int8 - ref).max() < 1.0  # quantized: close, not identical
-    one = OnnxPredictor(path / "model.int8.onnx").logits_one(texts[0])
-    assert np.allclose(one[0], int8[0], atol=1e-3)  # batch 1 unpadded == padded batch row
+    # batch 1 unpadded == its row of a padded batch (dynamic axes, masking)
+    assert np.allclose(fp32_pred.logits_one(texts[-1])[0], fp32[-1], atol=1e-4)
     # the report holds what it says, recomputed here from the graphs
     rep = m["reports"]["parity"]
     p8 = rep["parity"]["int8"]
