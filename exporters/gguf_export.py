@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 from mashbill.exporters.runs import ExportError, Run
@@ -103,10 +104,31 @@ def quantize(src: Path, dst: Path, quant: str, *, threads: int | None = None) ->
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, QUANTS[quant])
     params.nthread = threads or os.cpu_count() or 1
-    rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
+    with _quiet_stderr() as log:  # llama.cpp prints one line per tensor
+        rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     if rc != 0 or not dst.is_file():
         dst.unlink(missing_ok=True)
-        raise ExportError(f"llama_model_quantize({src.name} -> {quant}) failed with code {rc}")
+        raise ExportError(f"llama_model_quantize({src.name} -> {quant}) failed with code {rc}: "
+                          f"{lines[-1][:200] if lines else 'no message'}")
+
+
+@contextmanager
+def _quiet_stderr():
+    """Send file descriptor 2 (C code writes there directly) to a temporary file for the duration."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.NamedTemporaryFile(prefix="mashbill-quantize-", suffix=".log", delete=False) as f:
+        path = Path(f.name)
+        os.dup2(f.fileno(), 2)
+    try:
+        yield path
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- merging and multimodal reduction

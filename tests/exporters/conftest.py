@@ -133,11 +133,12 @@ def smollm2_gguf() -> Path:
 
 
 def smollm2_base() -> Path:
-    """SmolLM2 dequantized from its GGUF into a normal HF folder (cached by the GGUF's sha256)."""
+    """SmolLM2 dequantized from its GGUF into a normal HF folder, cached as trainers.base_model does
+    (~/.cache/mashbill/models/<gguf sha256>/); switch to trainers.base_model.materialize_gguf once it lands."""
     gguf = smollm2_gguf()
     digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
     cache = Path(os.environ.get("MASHBILL_CACHE", Path.home() / ".cache" / "mashbill")) / "models"
-    dest = cache / f"smollm2-135m-{digest[:16]}"
+    dest = cache / digest
     if (dest / "config.json").is_file():
         return dest
     import torch
