@@ -197,4 +197,5 @@ def gguf_export(tmp_path_factory, lora_run, plan_snapshot):
     from mashbill.exporters.build import export_gguf
 
     out = tmp_path_factory.mktemp("exports") / "planner-gguf"
-    return export_gguf(lora_run, out=out, snapshot=plan_snapshot.path, verify_limit=2, max_tokens=160)
+    # one llama.cpp thread: on a busy CI box, spinning worker threads cost several times what they give
+    return export_gguf(lora_run, out=out, snapshot=plan_snapshot.path, verify_limit=2, max_tokens=160, threads=1)

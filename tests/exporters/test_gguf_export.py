@@ -103,7 +103,7 @@ def test_modelfile_template_renders_like_the_models_chat_template(gguf_export):
 
 def test_predict_cli_runs_the_gguf_planner(gguf_export):
     path, _ = gguf_export
-    proc = run_cli("predict", path / "model.q8_0.gguf", "What is 1847 * 23 + 519?", "--threads", "2", check=True)
+    proc = run_cli("predict", path / "model.q8_0.gguf", "What is 1847 * 23 + 519?", "--threads", "1", check=True)
     row = json.loads(proc.stdout)
     assert row["text"] == "What is 1847 * 23 + 519?" and row["json"] is True and isinstance(row["output"], list)
 
