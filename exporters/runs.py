@@ -124,8 +124,9 @@ class Snapshot:
 
 def snapshot_for(run: Run, snapshot: str | Path | None = None, *, store: str | Path | None = None) -> Snapshot:
     """The run's snapshot, verified (every file re-hashed), and checked to be the one the lineage names."""
-    ref = snapshot or run.snapshot_ref
     root = Path(store) / "snapshots" if store is not None else None
+    recorded = run.lineage["snapshot"].get("path")  # the trainers record where the snapshot was
+    ref = snapshot or (recorded if root is None and recorded and Path(recorded).is_dir() else run.snapshot_ref)
     try:
         path = resolve_snapshot(ref, root)
         manifest = verify(path)

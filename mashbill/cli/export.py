@@ -16,8 +16,8 @@ from mashbill.cli._common import out
 def _common(f):
     f = click.option("--json", "as_json", is_flag=True, help="Print the export manifest as JSON.")(f)
     f = click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="Store whose snapshots/ holds the run's snapshot (default: look for the folder the "
-                          "lineage names).")(f)
+                     help="Store whose snapshots/ holds the run's snapshot (default: the snapshot folder the "
+                          "run's lineage records).")(f)
     f = click.option("--snapshot", "snapshot", default=None,
                      help="The run's snapshot: a folder or NAME@VERSION (default: the one in lineage.json).")(f)
     f = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,

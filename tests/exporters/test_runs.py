@@ -68,6 +68,11 @@ def test_snapshot_must_be_the_one_the_run_was_trained_on(tmp_path, classify_run,
         snapshot_for(load_run(run), plan_snapshot.path)
 
 
+def test_the_snapshot_defaults_to_the_folder_the_lineage_records(classify_run, plan_snapshot):
+    snap = snapshot_for(load_run(classify_run))
+    assert snap.path == plan_snapshot.path and snap.manifest["snapshot_id"] == plan_snapshot.manifest["snapshot_id"]
+
+
 def test_altered_snapshot_is_refused_naming_the_file(tmp_path, classify_run, plan_snapshot):
     snap = tmp_path / "snap"
     shutil.copytree(plan_snapshot.path, snap)
