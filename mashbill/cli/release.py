@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import out
 
 
 def _root(f):
@@ -47,16 +46,16 @@ def check(candidates, incumbent, guards, threads, as_json, root):
     path, rec = do_check(list(candidates), incumbent, guards, root=root, threads=threads)
     d = rec["decision"]
     if as_json:
-        out.print_json(json.dumps(rec))
+        click.echo(json.dumps(rec, indent=2))
     else:
         for v in d["vetoed"]:
-            out.print(f"vetoed: {v['artifact']} fails guard(s) the incumbent passes: {', '.join(v['guards_lost'])}")
+            click.echo(f"vetoed: {v['artifact']} fails guard(s) the incumbent passes: {', '.join(v['guards_lost'])}")
         for r in d["ranking"]:
-            out.print(f"{r['name']:<11} held-out {r['heldout_accuracy']:6.2f}  overall {r['overall_accuracy']:6.2f}  "
+            click.echo(f"{r['name']:<11} held-out {r['heldout_accuracy']:6.2f}  overall {r['overall_accuracy']:6.2f}  "
                       f"{r['artifact']}")
-        out.print(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"]
+        click.echo(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"]
                   + (" (tie within 0.5 points, broken by overall accuracy)" if d["tie_break"] else ""))
-        out.print(f"release record: {path}")
+        click.echo(f"release record: {path}")
     sys.exit(0 if d["promote"] else 1)
 
 
@@ -70,7 +69,7 @@ def tag(name, artifact, force, root):
     from mashbill.exporters.release import tag as do_tag
 
     rec = do_tag(name, artifact, root=root, force=force)
-    out.print(f"{name} -> {rec['artifact']}  sha256 {rec['sha256']}")
+    click.echo(f"{name} -> {rec['artifact']}  sha256 {rec['sha256']}")
 
 
 @command.command()
@@ -85,4 +84,4 @@ def verify(name, root):
     except TamperedError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    out.print(f"{name}: {rec['artifact']} matches sha256 {rec['sha256']}")
+    click.echo(f"{name}: {rec['artifact']} matches sha256 {rec['sha256']}")

@@ -46,8 +46,14 @@ def test_onnx_export_matches_the_pytorch_model(onnx_export, classify_run, plan_s
 
 
 def test_onnx_graph_carries_lineage_and_the_manifest_hashes_every_artifact(onnx_export, classify_run, plan_snapshot):
+    import onnx
+
     path, m = onnx_export
     lin_run = json.loads((classify_run / "lineage.json").read_text())
+    graph = onnx.load(str(path / "model.onnx"), load_external_data=False)
+    assert {o.domain: o.version for o in graph.opset_import}[""] == 18
+    dims = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.graph.input}
+    assert dims == {"input_ids": ["batch", "sequence"], "attention_mask": ["batch", "sequence"]}
     for name in ("model.onnx", "model.int8.onnx"):
         meta = read_metadata(path / name)
         lineage = json.loads(meta["mashbill.lineage"])
