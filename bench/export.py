@@ -65,6 +65,7 @@ def main() -> None:
     ap.add_argument("--snapshot", type=Path)
     ap.add_argument("--latency-samples", type=int, default=1000)
     ap.add_argument("--verify-limit", type=int, default=None, help="eval rows for the GGUF verification (default all)")
+    ap.add_argument("--gguf-threads", type=int, default=1, help="llama.cpp threads for the GGUF verification")
     ap.add_argument("--skip-gguf", action="store_true")
     args = ap.parse_args()
 
@@ -102,7 +103,8 @@ def main() -> None:
         q8_tok_s, flip = float("nan"), float("nan")
         if not args.skip_gguf and lora is not None:
             t0 = time.perf_counter()
-            _, g = export_gguf(lora, out=work / "gguf", snapshot=snap_path, verify_limit=args.verify_limit)
+            _, g = export_gguf(lora, out=work / "gguf", snapshot=snap_path, verify_limit=args.verify_limit,
+                               threads=args.gguf_threads)
             print(f"GGUF merge + convert + quantize + verify: {time.perf_counter() - t0:.1f} s")
             v = g["reports"]["verify"]
             for name, s in v["files"].items():
