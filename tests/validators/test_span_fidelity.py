@@ -35,8 +35,9 @@ def _codes(report_path) -> dict:
 
 
 def test_smollm2_isolates_digits_so_the_target_fits(tmp_path, smollm2):
-    """smollm pre-tokenizer: "\\n\\n1." is 2 tokens, so the target ends at token 26 of 27 and fits a window of 26."""
-    assert len(smollm2.tok.encode("\n\n1.", add_special_tokens=False)) == 2
+    """smollm pre-tokenizer isolates digits: "\\n\\n1." is "\\n\\n", "1", "." as in llama.cpp (transformers' converter
+    made it 4 tokens), so the target ends at token 26 of 27 and fits a window of 26."""
+    assert smollm2.tok.encode("\n\n1.", add_special_tokens=False) == _lc_ids(smollm2.path, "\n\n1.", False) == [1116, 33, 30]
     row = {"messages": [{"role": "user", "content": "Steps:\n\n1. a\n\n2. b"},
                         {"role": "assistant", "content": "Done:\n\n1. x"}]}
     src = tmp_path / "row.jsonl"
