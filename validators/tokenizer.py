@@ -93,15 +93,6 @@ def _gguf_tokenizer(path: Path):
         specials = [t.content for t in backend.get_added_tokens_decoder().values()]
         n, diff = llamacpp_vocab.check(backend, path, specials)
         facts["llamacpp_check"] = {"strings": n, "difference": diff}
-    check = facts.get("llamacpp_check")
-    if check is not None and check["difference"] is not None:
-        raise TokenizerLoadError(f"{path}: the tokenizer rebuilt from this GGUF ({facts['family']}) does not tokenize "
-                                 f"as llama.cpp does on {check['difference']}; it is refused rather than approximated "
-                                 "(use the model's Hugging Face tokenizer folder instead)")
-    if check is None and not facts["verified_family"]:
-        raise TokenizerLoadError(f"{path}: tokenizer family {facts['family']} is not verified against llama.cpp and "
-                                 "llama-cpp-python is not installed to check it at load (pip install "
-                                 "'mashbill[embedded]'); it is refused rather than approximated")
     try:
         cdir.mkdir(parents=True, exist_ok=True)
         for name, write in (("tokenizer.json", lambda p: backend.save(str(p))),
@@ -112,6 +103,15 @@ def _gguf_tokenizer(path: Path):
             tmp.replace(cdir / name)
     except OSError:
         pass  # the cache is an optimisation only
+    check = facts.get("llamacpp_check")
+    if check is not None and check["difference"] is not None:
+        raise TokenizerLoadError(f"{path}: the tokenizer rebuilt from this GGUF ({facts['family']}) does not tokenize "
+                                 f"as llama.cpp does on {check['difference']}; it is refused rather than approximated "
+                                 "(use the model's Hugging Face tokenizer folder instead)")
+    if check is None and not facts["verified_family"]:
+        raise TokenizerLoadError(f"{path}: tokenizer family {facts['family']} is not verified against llama.cpp and "
+                                 "llama-cpp-python is not installed to check it at load (pip install "
+                                 "'mashbill[embedded]'); it is refused rather than approximated")
     return PreTrainedTokenizerFast(tokenizer_object=backend, **cfg), facts
 
 
