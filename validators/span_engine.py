@@ -87,7 +87,6 @@ class SpanEngine:
             return _Prepared(ex, (ex.text_prompt or "") + completion, "tail", prompt_text=ex.text_prompt or "",
                              prefix_specials=self.prefix_specials, suffix_specials=self.suffix_specials)
         msgs = list(ex.messages)
-        n_asst = sum(1 for m in msgs if m.get("role") == "assistant")
         corr = is_correction(msgs)
         if self.loss == "completion-only":
             if ex.prompt_len is not None:
