@@ -58,10 +58,11 @@ def test_hf_folder_is_used_as_is():
     assert single.tok.encode("Grüße", add_special_tokens=False) == loaded.tok.encode("Grüße", add_special_tokens=False)
 
 
-def test_sentencepiece_gguf_is_refused_not_approximated():
+@pytest.mark.parametrize("name", ["llama-spm", "phi-3"])
+def test_sentencepiece_gguf_is_refused_not_approximated(name):
     pytest.importorskip("llama_cpp")
     with pytest.raises(TokenizerLoadError, match="does not tokenize as llama.cpp does"):
-        load_tokenizer(str(vocab("llama-spm")))
+        load_tokenizer(str(vocab(name)))
 
 
 def test_llama_cpp_check_finds_a_wrong_pre_tokenizer(llama3):
