@@ -52,6 +52,8 @@ def stratified_sample(examples: Sequence[TrainingExample], results: Sequence[Spa
     """Indices to audit: every shape gets an equal share of half the sample (all of it when it is smaller), the
     rest is drawn at random from what is left. Deterministic for a seed."""
     n = len(examples)
+    if sample <= 0:
+        return []
     if n <= sample:
         return list(range(n))
     rng = random.Random(seed)
@@ -121,9 +123,9 @@ def audit(engine: SpanEngine, examples: Sequence[TrainingExample], fast: Sequenc
           seed: int = 0) -> dict:
     """Re-run a stratified sample with the naive method and a second tokenizer; raise SpanAuditError on any
     difference."""
-    if not examples:
-        return {"audited": 0, "mismatches": 0, "cross_check": None}
     pick = stratified_sample(examples, fast, sample, seed)
+    if not pick:
+        return {"audited": 0, "mismatches": 0, "cross_check": None}
     bad = []
     for i in pick:
         n = engine.naive(examples[i])

@@ -34,6 +34,7 @@ def test_rare_shapes_are_always_sampled(qwen2):
         assert len(pick) == 200 and {"m0", "t0", "t1"} <= keys
     assert stratified_sample(examples, results, 200, 1) == stratified_sample(examples, results, 200, 1)
     assert stratified_sample(examples[:50], results[:50], 200) == list(range(50))
+    assert stratified_sample(examples, results, 0) == []  # --audit-sample 0 audits nothing
 
 
 def test_cross_check_catches_a_tokenizer_that_is_not_its_source(qwen2, llama3):
@@ -49,3 +50,16 @@ def test_cross_check_catches_a_tokenizer_that_is_not_its_source(qwen2, llama3):
     honest = SpanEngine(qwen2, resolve_chat_template(qwen2, "chatml"))
     got = audit(honest, examples, honest.fast(examples), sample=10)
     assert got["cross_check"] == {"tokenizer": "llama.cpp", "compared": 6, "skipped": None}
+
+
+def test_cross_check_of_a_hugging_face_folder_reads_tokenizer_json_directly():
+    from mashbill.validators.tokenizer import load_tokenizer
+    from vhelpers import llama32_folder
+
+    loaded = load_tokenizer(str(llama32_folder()))
+    engine = SpanEngine(loaded, resolve_chat_template(loaded, "chatml"))
+    examples = [_single(i) for i in range(3)] + [_multi(0), _text(0), _text(1)]
+    got = audit(engine, examples, engine.fast(examples), sample=10)
+    assert got["cross_check"]["compared"] == 6 and got["cross_check"]["tokenizer"].startswith("tokenizers")
+    text = engine.fast([_text(0)])[0]
+    assert text.total == len(loaded.tok("Q0: A" + loaded.tok.eos_token)["input_ids"])  # BOS and EOS counted

