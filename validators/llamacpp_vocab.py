@@ -28,10 +28,18 @@ class LlamaCppVocab:
     """Token ids and per-token character offsets from llama.cpp's tokenizer (parse_special on, as in chat text)."""
 
     def __init__(self, path: Path):
+        import contextlib
+
         import llama_cpp
 
+        try:  # llama.cpp logs a context warning even with verbose=False; keep the CLI's output clean
+            from llama_cpp._utils import suppress_stdout_stderr
+            quiet = suppress_stdout_stderr(disable=False)
+        except ImportError:
+            quiet = contextlib.nullcontext()
         self.path = path
-        self.llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        with quiet:
+            self.llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
         self._pieces: dict[int, bytes] = {}
 
     @classmethod
