@@ -171,12 +171,12 @@ def _print(report, report_path) -> None:
                + (f"; report: {report_path}" if report_path else ""))
 
 
-__all__ = ["command", "MashbillError"]
-
-
 def _cross(cross: dict | None) -> str:
     if not cross:
         return ""
     if cross.get("tokenizer") is None:
         return f", cross-check skipped: {cross.get('skipped')}"
     return f", {cross['compared']} cross-checked with {cross['tokenizer']}"
+
+
+__all__ = ["command", "MashbillError"]
