@@ -17,7 +17,10 @@ concatenation, tokenized by llama.cpp (``Llama(vocab_only=True)``), and each tok
 bytes. An example agrees when the fast path gives the same token total, the same trained token ranges, and the same
 verdicts at six windows around it (total - 1, total, total + 1, target end - 1, target end, target end + 1).
 SmolLM2 runs twice: with the ChatML template with generation markers and with its own template (no markers: the
-assistant turns are then located with sentinels).
+assistant turns are then located with sentinels). Llama 3 runs with its own turn format with generation markers
+(``llama3``); ``llama3-chatml`` (ChatML, whose tags are plain text for Llama 3, so every target ends inside a piece
+and is tokenized with offsets) is the slow worst case, not run by default. GPT-2 has no chat tokens: ChatML is plain
+text there too.
 
 span_speedup: on the realistic corpus, naive CPU seconds per example (full render + tokenize, on a sample) over fast
 CPU seconds per example (the whole corpus, cold cache included), the lowest over the families. The adversarial
@@ -108,10 +111,22 @@ def corpora(n: int, n_adv: int, seed: int):
     return realistic, adversarial
 
 
+# Llama 3's own turn format with generation markers (what a Llama-3 trainer would use; its header and end-of-turn
+# strings are special tokens of that vocabulary, unlike ChatML's).
+LLAMA3_GENERATION = (
+    "{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' }}"
+    "{% if message['role'] == 'assistant' %}{% generation %}{{ message['content'] + '<|eot_id|>' }}{% endgeneration %}"
+    "{% else %}{{ message['content'] + '<|eot_id|>' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}")
+FORMATS = {"chatml": ("<|im_start|>{role}\n", "<|im_end|>", "\n"),  # head, end of turn, after the turn
+           "llama3": ("<|start_header_id|>{role}<|end_header_id|>\n\n", "<|eot_id|>", "")}
+
+
 class Reference:
     """llama.cpp's tokenization of the example, with the assistant spans found by construction."""
 
-    def __init__(self, path: Path, eos: str):
+    def __init__(self, path: Path, eos: str, fmt: str = "chatml"):
+        self.fmt = FORMATS[fmt]
         import llama_cpp
 
         self.llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
@@ -139,15 +154,16 @@ class Reference:
             start, _ = self.tokens(ex.text_prompt, True)
             return total, ((start, total),) if total > start else ()
         text, spans = "", []
-        for m in ex.messages:  # ChatML, as CHATML_GENERATION and SmolLM2's own template render it
-            head = f"<|im_start|>{m['role']}\n"
+        head_f, eot, after = self.fmt
+        for m in ex.messages:  # as CHATML_GENERATION (and SmolLM2's own template) or LLAMA3_GENERATION render it
+            head = head_f.format(role=m["role"])
             if m["role"] == "assistant":
                 s = len((text + head).encode("utf-8"))
-                text += head + m["content"] + "<|im_end|>"
+                text += head + m["content"] + eot
                 spans.append((s, len(text.encode("utf-8"))))
-                text += "\n"
+                text += after
             else:
-                text += head + m["content"] + "<|im_end|>\n"
+                text += head + m["content"] + eot + after
         total, offs = self.tokens(text, False)
         ranges, run = [], None
         for j, (a, b) in enumerate(offs):
@@ -167,14 +183,14 @@ def _verdicts(judge, SpanResult, total, ranges, windows, loss):
     return [tuple(v.code for v in judge(res, w, "right", loss).verdicts) for w in windows]
 
 
-def run_family(name: str, ref_path, template_name, examples_by_corpus, naive_sample, seed):
+def run_family(name: str, ref_path, template_name, fmt, examples_by_corpus, naive_sample, seed):
     from mashbill.validators.spans import SpanEngine, SpanResult, judge
     from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
 
     loaded = load_tokenizer(ref_path)
-    template = resolve_chat_template(loaded, template_name)
+    template = LLAMA3_GENERATION if template_name == "llama3" else resolve_chat_template(loaded, template_name)
     engine = SpanEngine(loaded, template, loss="assistant-only")
-    ref = Reference(loaded.path, loaded.tok.eos_token or "")
+    ref = Reference(loaded.path, loaded.tok.eos_token or "", fmt)
     out = {}
     fast_cpu = naive_cpu = 0.0
     n_fast = n_naive = 0
@@ -217,11 +233,13 @@ def main() -> None:
     args = ap.parse_args()
 
     vocab = Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
-    table = {"smollm2": ("embedded:smollm2-135m-instruct", "chatml"),
-             "smollm2-own-template": ("embedded:smollm2-135m-instruct", None),
-             "llama3": (str(vocab / "ggml-vocab-llama-bpe.gguf"), "chatml"),
-             "qwen2": (str(vocab / "ggml-vocab-qwen2.gguf"), "chatml"),
-             "gpt2": (str(vocab / "ggml-vocab-gpt-2.gguf"), "chatml")}
+    # family: (tokenizer, template, turn format); GPT-2 has no chat tokens, so ChatML is plain text there
+    table = {"smollm2": ("embedded:smollm2-135m-instruct", "chatml", "chatml"),
+             "smollm2-own-template": ("embedded:smollm2-135m-instruct", None, "chatml"),
+             "llama3": (str(vocab / "ggml-vocab-llama-bpe.gguf"), "llama3", "llama3"),
+             "llama3-chatml": (str(vocab / "ggml-vocab-llama-bpe.gguf"), "chatml", "chatml"),
+             "qwen2": (str(vocab / "ggml-vocab-qwen2.gguf"), "chatml", "chatml"),
+             "gpt2": (str(vocab / "ggml-vocab-gpt-2.gguf"), "chatml", "chatml")}
     realistic, adversarial = corpora(args.records, args.adversarial, args.seed)
     print(f"corpus: {len(realistic)} realistic records (real queries, {sum(len(e.messages) > 3 for e in realistic)} "
           f"two-turn), {len(adversarial)} adversarial examples "
@@ -229,9 +247,9 @@ def main() -> None:
     agree_all = total_all = 0
     speedups = []
     for fam in args.families.split(","):
-        ref_path, template = table[fam]
+        ref_path, template, fmt = table[fam]
         t = time.perf_counter()
-        res, speedup, facts = run_family(fam, ref_path, template, {"realistic": realistic,
+        res, speedup, facts = run_family(fam, ref_path, template, fmt, {"realistic": realistic,
                                                                     "adversarial": adversarial},
                                          args.naive_sample, args.seed)
         speedups.append(speedup)
