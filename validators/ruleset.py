@@ -62,6 +62,17 @@ class Trigger(_Strict):
     yields_to: list[str] = []  # intents that, when they fire, make this (generic) trigger redundant
 
 
+class Units(_Strict):
+    """What pint's unit registry lacks or reads differently (validators/units.py): aliases map a word to a pint
+    unit of the same dimension; ignored words are never the unit a conversion starts from ("7 am to 9 pm")."""
+    aliases: dict[str, str] = {}
+    ignore: list[str] = []
+
+
+# Contexts computed in code rather than by a pattern (validators/triggers.py): usable in `all` and `none`.
+COMPUTED_CONTEXTS = {"unit_pair": "a quantity converted between two units of the same dimension (pint)"}
+
+
 class Intent(_Strict):
     tools: list[str] = Field(min_length=1)
     triggers: list[Trigger] = Field(min_length=1)
@@ -125,6 +136,7 @@ class RuleSet(_Strict):
     contexts: dict[str, list[str]] = {}
     extra_contexts: dict[str, list[str]] = {}
     intents: dict[str, Intent] = {}
+    units: Units = Units()
     legal: LegalSpec | None = None
     research_before_code: ResearchBeforeCode | None = None
     checks: Checks = Checks()
@@ -139,7 +151,7 @@ class RuleSet(_Strict):
         dupes = {c for c in codes if codes.count(c) > 1}
         if dupes:
             raise ValueError(f"duplicate rule codes: {sorted(dupes)}")
-        known = set(self.contexts) | set(self.extra_contexts)
+        known = set(self.contexts) | set(self.extra_contexts) | set(COMPUTED_CONTEXTS)
         both = set(self.contexts) & set(self.extra_contexts)
         if both:
             raise ValueError(f"contexts defined twice: {sorted(both)}")

@@ -145,6 +145,12 @@ class Triggers:
         self.impl = _alt(rbc.domain) if rbc else None
         self.impl_needs = tuple(rbc.needs) if rbc else ()
 
+    def units(self):
+        """The unit matcher (pint is loaded on its first use, not here)."""
+        from mashbill.validators.units import matcher
+
+        return matcher(self.rs.units.aliases, self.rs.units.ignore)
+
     def mask(self, query: str) -> str:
         """Apply the masks in order (to lower-cased text). A mask whose `requires` strings are all absent is
         skipped without running its pattern."""
@@ -166,11 +172,18 @@ class Triggers:
         same = len(lowered) == len(query)  # lower-casing kept the offsets (true but for a few rare letters)
         masked = self.mask(lowered)
         memo: dict[str, bool] = {}
+        computed: dict[str, str] = {}  # evidence of the computed contexts
 
         def has(name: str) -> bool:  # contexts are evaluated lazily, each at most once
             v = memo.get(name)
             if v is None:
-                v = memo[name] = self.contexts[name].search(masked) is not None
+                if name == "unit_pair":
+                    found = self.units().find(query)
+                    v = memo[name] = found is not None
+                    if found:
+                        computed[name] = found
+                else:
+                    v = memo[name] = self.contexts[name].search(masked) is not None
             return v
 
         intents: dict[str, tuple[str, ...]] = {}
@@ -190,7 +203,7 @@ class Triggers:
                     if m is None or any(has(c) for c in forbid):
                         continue
                     intents[name] = tools
-                    evidence[name] = m.group(0)
+                    evidence[name] = next((computed[c] for c in need if c in computed), m.group(0))
                     break
 
         def original(m) -> str:
