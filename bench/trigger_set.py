@@ -130,8 +130,8 @@ def rows(base: Path = DEFAULT_DIR):
                 continue
             seen.add(q.lower())
             if r["intent"] == "maths" and r["scenario"] == "qa":
-                if _NUMBER.search(q):
-                    yield out("nlu:maths", q, "calculate", _calc_plan(q, [re.sub(r"[^0-9+*/().-]", "", q) or "0"]))
+                if _NUMBER.search(q):  # the "maths" label covers sums and unit conversions alike: no plan
+                    yield out("nlu:maths", q, "calculate|unit_convert")
             elif r["intent"] not in ("convert", "currency"):
                 yield out("nlu:other", q, "")
     for r in _jsonl(base / "nq_open" / "NQ-open.dev.jsonl"):

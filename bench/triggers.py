@@ -63,12 +63,14 @@ def main() -> None:
         keys = ("all", r["split"], r["source"])
         if r["need"]:
             tools = {t for ts in a.intents.values() for t in ts}
-            ok = r["need"] in tools
+            ok = any(n in tools for n in r["need"].split("|"))
             for k in keys:
                 stats[k, "recall"][0] += ok
                 stats[k, "recall"][1] += 1
             if not ok:
                 shown_bad["miss"].append(f"{r['source']}: {r['query'][:140]!r} -> {sorted(a.intents)}")
+            if not r["plan"]:
+                continue
             verdicts = check_plan(rules, r["query"], r["plan"], shown, catalog, a)
             bad = [v for v in verdicts if v.severity == "reject"]
             for k in keys:
