@@ -31,6 +31,10 @@ _HOW_MANY_ONLY = {("is",), ("are",), ("sind",), ("make",), ("make", "a"), ("are"
 _POWER = re.compile(r"^([a-zµμ]+)([23])$")
 # Cooking and shipping queries convert mass and volume both ways ("how many ounces in a cup")
 _COMPATIBLE = {"[length] ** 3": "[mass]"}
+# the shape every match has: a quantity, "how many" or the query's start, a word, a connector (a cheap pre-check)
+_HINT = re.compile(r"(?:\d|(?<!\w)(?:a|an|one|ein|eine|many|viele|half|halb)|^\W*(?:convert\s+|umrechnen\s+)?)\s*"
+                   r"[^\W\d_]\S*(?:\s+\S+){0,2}?\s+(?:in|to|into|as|=|equals?|is|are|make|vs|nach|sind|convert\w*)(?!\w)",
+                   re.IGNORECASE)
 _TAIL = {"conversion", "converter", "calculator", "umrechnung", "umrechner"}
 _ARTICLES = {"a", "an", "one", "1", "ein", "eine", "einen", "einem", "einer", "us", "how", "many", "wie", "viele"}
 _QUANTITY_WORDS = {"a", "an", "one", "ein", "eine", "half", "halb"}
@@ -44,8 +48,13 @@ class UnitMatcher:
 
     def _registry(self):
         if self._ureg is None:
-            import pint
+            try:
+                import pint
+            except ImportError:
+                from mashbill.errors import MashbillError
 
+                raise MashbillError("the unit-conversion trigger of the routing rules needs pint: "
+                                    "pip install 'mashbill[validate]'") from None
             self._ureg = pint.UnitRegistry()
         return self._ureg
 
@@ -80,8 +89,11 @@ class UnitMatcher:
 
     def find(self, text: str) -> str | None:
         """Evidence text when the query asks to convert a quantity between units of the same dimension."""
+        text = text[:400]
+        if not _HINT.search(text):
+            return None
         toks: list[str] = []
-        for t in _TOKEN.findall(text[:400]):
+        for t in _TOKEN.findall(text):
             m = None if _NUMBER.match(t) else _GLUED.match(t)
             toks.extend([m.group(1), m.group(2)] if m else [t])  # "5feet", "10ug", "36.0c"
         lows = [t.lower() for t in toks]
