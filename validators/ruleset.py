@@ -60,6 +60,7 @@ class Trigger(_Strict):
     all: list[str] = []
     none: list[str] = []
     yields_to: list[str] = []  # intents that, when they fire, make this (generic) trigger redundant
+    requires: list[str] = []  # the trigger only runs when the masked query holds one of these (a cheap pre-check)
 
 
 class Units(_Strict):
@@ -163,6 +164,7 @@ class RuleSet(_Strict):
                 for other in t.yields_to:
                     if other not in self.intents or other == name:
                         raise ValueError(f"intent '{name}' yields to unknown intent '{other}'")
+        trigger_levels(self)  # refuses a yields_to cycle
         if self.research_before_code:
             for c in self.research_before_code.needs:
                 if c not in known:
@@ -177,6 +179,24 @@ class RuleSet(_Strict):
 
     def all_contexts(self) -> dict[str, list[str]]:
         return {**self.contexts, **self.extra_contexts}
+
+
+def trigger_levels(rs: "RuleSet") -> dict[str, list[int]]:
+    """Per intent, the evaluation level of each trigger: 0 without yields_to, else one more than the highest level
+    of the intents it yields to (the rule set refuses cycles at load time)."""
+    memo: dict[str, int] = {}
+
+    def intent_level(name: str, stack: tuple = ()) -> int:
+        if name not in memo:
+            if name in stack:
+                raise ValueError(f"yields_to cycle: {' -> '.join(stack + (name,))}")
+            memo[name] = max(trigger_level(t, stack + (name,)) for t in rs.intents[name].triggers)
+        return memo[name]
+
+    def trigger_level(t, stack: tuple) -> int:
+        return 1 + max(intent_level(y, stack) for y in t.yields_to) if t.yields_to else 0
+
+    return {name: [trigger_level(t, (name,)) for t in intent.triggers] for name, intent in rs.intents.items()}
 
 
 def _compile(pattern: str, where: str, path: Path, lines, loc: tuple) -> re.Pattern:

@@ -32,9 +32,25 @@ _POWER = re.compile(r"^([a-zµμ]+)([23])$")
 # Cooking and shipping queries convert mass and volume both ways ("how many ounces in a cup")
 _COMPATIBLE = {"[length] ** 3": "[mass]"}
 # the shape every match has: a quantity, "how many" or the query's start, a word, a connector (a cheap pre-check)
-_HINT = re.compile(r"(?:\d|(?<!\w)(?:a|an|one|ein|eine|many|viele|half|halb)|^\W*(?:convert\s+|umrechnen\s+)?)\s*"
-                   r"[^\W\d_]\S*(?:\s+\S+){0,2}?\s+(?:in|to|into|as|=|equals?|is|are|make|vs|nach|sind|convert\w*)(?!\w)",
-                   re.IGNORECASE)
+_CONNECTOR_RE = re.compile(r"\s(?:in|to|into|as|=|equals?|is|are|make|vs|nach|sind|convert\w*)(?!\w)", re.IGNORECASE)
+_LEADING = {"a", "an", "one", "ein", "eine", "many", "viele", "half", "halb", "convert", "umrechnen"}
+
+
+def _lead_ok(words: list[str], at_start: bool) -> bool:
+    """Can the words before a connector end in a unit phrase after a quantity, "how many" or the query's start?"""
+    for n in (1, 2, 3):
+        if n > len(words):
+            return False
+        if words[-n][:1].isdigit():  # "5feet", "10ug"
+            return True
+        if n == len(words):
+            return at_start
+        before = words[-n - 1].lower()
+        if before[-1:].isdigit() or before in _LEADING or before[-1:] in "'\"″′":
+            return True
+    return False
+
+
 _TAIL = {"conversion", "converter", "calculator", "umrechnung", "umrechner"}
 _ARTICLES = {"a", "an", "one", "1", "ein", "eine", "einen", "einem", "einer", "us", "how", "many", "wie", "viele"}
 _QUANTITY_WORDS = {"a", "an", "one", "ein", "eine", "half", "halb"}
@@ -90,25 +106,35 @@ class UnitMatcher:
     def find(self, text: str) -> str | None:
         """Evidence text when the query asks to convert a quantity between units of the same dimension."""
         text = text[:400]
-        if not _HINT.search(text):
-            return None
+        for conn in _CONNECTOR_RE.finditer(text):
+            # the words before a connector must end in a unit after a quantity, "how many" or the query's start;
+            # only that stretch is tokenised (long queries hold many "in" and "to")
+            pos = conn.start()
+            start = max(0, pos - 48)
+            if not _lead_ok(text[start:pos].split(), start == 0):
+                continue
+            hit = self._find_in(text[start:conn.end() + 40], at_start=start == 0)
+            if hit:
+                return hit
+        return None
+
+    def _find_in(self, text: str, at_start: bool) -> str | None:
         toks: list[str] = []
         for t in _TOKEN.findall(text):
             m = None if _NUMBER.match(t) else _GLUED.match(t)
             toks.extend([m.group(1), m.group(2)] if m else [t])  # "5feet", "10ug", "36.0c"
         lows = [t.lower() for t in toks]
-        n_tok = len(toks)
-        for i in range(1, n_tok):
+        for i in range(1, len(toks)):
             for conn in _CONNECTORS.get(lows[i], ()):
                 j = i + len(conn)
                 if tuple(lows[i:j]) != conn:
                     continue
-                hit = self._pair(toks, lows, i, j, conn in _HOW_MANY_ONLY)
+                hit = self._pair(toks, lows, i, j, conn in _HOW_MANY_ONLY, at_start)
                 if hit:
                     return hit
         return None
 
-    def _pair(self, toks, lows, i, j, how_many_only: bool) -> str | None:
+    def _pair(self, toks, lows, i, j, how_many_only: bool, at_start: bool) -> str | None:
         """A unit phrase ending at i (after a quantity, "how many" or the start of the query) and one of the same
         dimension starting at or after j."""
         for n in (3, 2, 1):
@@ -118,7 +144,7 @@ class UnitMatcher:
             before = lows[lstart - 1] if lstart > 0 else ""
             quantity = bool(_NUMBER.match(before)) or before in _QUANTITY_WORDS or before in ('"', "'", "″", "′")
             how_many = lows[max(0, lstart - 2):lstart] in (["how", "many"], ["wie", "viele"])
-            whole = lstart == 0 or (lstart == 1 and lows[0] in ("convert", "umrechnen"))
+            whole = at_start and (lstart == 0 or (lstart == 1 and lows[0] in ("convert", "umrechnen")))
             if not (quantity or how_many or whole) or (how_many_only and not how_many):
                 continue
             ldim = self._phrase(toks, lstart, i, left=True)
