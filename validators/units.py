@@ -30,7 +30,7 @@ _GLUED = re.compile(r"^(\d+(?:[.,]\d+)*)([^\W\d_].*)$")
 _HOW_MANY_ONLY = {("is",), ("are",), ("sind",), ("make",), ("make", "a"), ("are", "in"), ("is", "in")}
 _POWER = re.compile(r"^([a-zµμ]+)([23])$")
 # Cooking and shipping queries convert mass and volume both ways ("how many ounces in a cup")
-_COMPATIBLE = {"[length] ** 3": "[mass]"}
+_COMPATIBLE = {str([("[length]", 3)]): str([("[mass]", 1)])}
 # the shape every match has: a quantity, "how many" or the query's start, a word, a connector (a cheap pre-check)
 _CONNECTOR_RE = re.compile(r"\s(?:in|to|into|as|=|equals?|is|are|make|vs|nach|sind|convert\w*)(?!\w)", re.IGNORECASE)
 _LEADING = {"a", "an", "one", "ein", "eine", "many", "viele", "half", "halb", "convert", "umrechnen"}
@@ -89,9 +89,10 @@ class UnitMatcher:
         for c in cand:
             c = _POWER.sub(r"\1**\2", c)  # "cm2" -> "cm**2"
             try:
-                d = str(ureg.parse_units(c).dimensionality)
+                dim = ureg.parse_units(c).dimensionality
             except Exception:  # pint raises several error types for text that is no unit
                 continue
+            d = str(sorted(dict(dim).items()))  # pint's own string depends on the order it met the base units
             return _COMPATIBLE.get(d, d)
         return None
 
