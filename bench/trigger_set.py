@@ -8,7 +8,8 @@ Labels come from each source's own labels, never from our triggers (so the set c
   calculate, date_math -> date_add, days/weekdays/workdays_between -> date_diff, timezone_conversion ->
   timezone_convert), maths word problems (GSM8K, SVAMP, MGSM en/de: DOMAIN's policy sends the computation to
   `calculate`), BIG-Bench Hard multistep arithmetic (calculate) and date understanding (date_add), the
-  home-assistant `qa_maths` utterances that state numbers (calculate);
+  home-assistant `qa_maths` utterances that state numbers (calculate or unit_convert: that label covers both,
+  so these rows count for recall but get no correct plan);
 - need none: the DDG `triggers: false` rows, NQ-open, XQuAD-de questions, NF-CATS questions, CoNaLa titles,
   MT-Bench / MT-Bench-DE / Vicuna-bench first turns outside the maths, reasoning and Fermi categories,
   Self-Instruct instructions, and the home-assistant utterances outside maths, conversion and currency;
