@@ -235,7 +235,7 @@ class Triggers:
             if m and all(has(c) for c in self.impl_needs):
                 impl = original(m)
         niche = None
-        if "niche_domain" in self.contexts:
+        if "niche_domain" in self.contexts and memo.get("niche_domain") is not False:  # known absent: no search
             m = self.contexts["niche_domain"].search(masked)
             niche = m.group(0) if m else None
             memo["niche_domain"] = m is not None

@@ -34,6 +34,9 @@ _POWER = re.compile(r"^([a-zµμ]+)([23])$")
 _COMPATIBLE = {str([("[length]", 3)]): str([("[mass]", 1)])}
 # every match holds a connector; only the words around one are looked at
 _CONNECTOR_RE = re.compile(r"\s(?:in|to|into|as|=|equals?|is|are|make|vs|nach|sind|convert\w*)(?!\w)", re.IGNORECASE)
+# one of these must stand before the unit unless the query starts there (checked in C before splitting words)
+_LEAD_WORD = re.compile(r"\d|(?<!\w)(?:a|an|one|ein|eine|many|viele|half|halb|convert|umrechnen)(?!\w)|['\"″′]",
+                        re.IGNORECASE)
 _LEADING = {"a", "an", "one", "ein", "eine", "many", "viele", "half", "halb", "convert", "umrechnen"}
 
 
@@ -113,6 +116,8 @@ class UnitMatcher:
             # only that stretch is tokenised (long queries hold many "in" and "to")
             pos = conn.start()
             start = max(0, pos - 48)
+            if start and _LEAD_WORD.search(text, start, pos) is None:
+                continue
             if not _lead_ok(text[start:pos].split(), start == 0):
                 continue
             hit = self._find_in(text[start:conn.end() + 40], at_start=start == 0)
