@@ -18,8 +18,9 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False), default="mashbill-data", show_default=True,
               help="Store folder (spec mode).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Validate TARGET as a dataset file of this format.")
-@click.option("--spec", "profile_spec", help="File mode: take the trainer profile, rules and holdout sets from this "
-                                             "spec (command-line options still win).")
+@click.option("--spec", "profile_spec", help="File mode: take the trainer profile, rules, tool catalog, taxonomy, "
+                                             "worked examples and holdout sets from this spec (command-line options "
+                                             "still win). Without it, each row's system prompt gives the taxonomy.")
 @click.option("--tokenizer", help="HF tokenizer folder, .gguf file or embedded:NAME (default: the spec's).")
 @click.option("--chat-template", help="'chatml' (with generation markers), a .jinja file or template text "
                                       "(default: the tokenizer's own).")
@@ -81,6 +82,7 @@ def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_
             from mashbill.specs import find_spec, load_spec
 
             rs = load_spec(find_spec(profile_spec))
+            opts.spec = rs
             spec_profile = rs.spec.trainer_profile
             opts.base_dir = rs.path.parent
             opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
@@ -142,6 +144,12 @@ def _print(report, report_path) -> None:
         click.echo(f"  margin: p50 {m['p50']}  min {m['min']}   targets cut: "
                    f"{span['share_cut'] * 100:.1f}%   [{span['cut_policy']} cuts, audit "
                    f"{span['audit']['audited']} ok]")
+    rules = d.get("rules")
+    if rules:
+        src = ", ".join(f"{k} {v}" for k, v in rules.get("taxonomy_from", {}).items())
+        click.echo(f"  rules: {rules.get('rule_set') or 'none'}" + (f" (taxonomy from {src})" if src else ""))
+        for s in rules.get("skipped", []):
+            click.echo(f"    skipped: {s}")
     for sec, label in (("dedup", "duplicates"), ("leakage", "leakage"), ("pii", "personal data")):
         if sec in d:
             click.echo(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in d[sec].items() if not isinstance(v, list)))
