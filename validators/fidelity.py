@@ -82,8 +82,9 @@ def invented_numbers(query: str, args, constants: list[float]) -> list[float]:
             try:
                 found.extend(expr.constants(expr.parse(v)))
             except expr.ExprError:
+                # machine-written arguments ("4,8,15,23", "x^2 = 16"): a point is decimal, a comma separates
                 text = expr.PLACEHOLDER.sub(" ", v)
-                found.extend(vals[0] for vals in expr.numbers_in(text) if len(vals) == 1)
+                found.extend(float(n) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text))
         elif isinstance(v, dict):
             for k, x in v.items():
                 walk(x, k)
