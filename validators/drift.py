@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from mashbill.validators.expr import PLACEHOLDER
 
@@ -31,7 +32,7 @@ wo ich du er sie es wir ihr mir mich dir dich uns euch ihnen bitte über unter n
 alle jede jeder jedes beide andere gleiche noch schon bei nach vor bis durch gegen ohne um zum zur vom beim ins erkläre
 schreibe schreib gib nenne finde berechne bestimme ermittle mache zeige beschreibe liste aufgabe
 """.split())
-_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]+", re.UNICODE)
+_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]{3,}")  # numbers, and words of three letters or more
 STEM = 5
 
 
@@ -39,15 +40,14 @@ def stem(word: str) -> str:
     return word if word[0].isdigit() else word[:STEM]
 
 
-def content(text: str) -> set[str]:
-    """The content words of a text, lower-cased and cut to a short prefix; numbers kept whole."""
-    out = set()
-    for w in _TOKEN.findall(PLACEHOLDER.sub(" ", text.lower())):
-        if w[0].isdigit():
-            out.add(re.sub(r"[.,]", "", w))
-        elif len(w) >= 3 and w not in _STOP:
-            out.add(stem(w))
-    return out
+def content(text: str) -> frozenset[str]:
+    """The content words of a text, lower-cased and cut to a short prefix; numbers kept whole (without separators)."""
+    low = text.lower()
+    if "result_of" in low:
+        low = PLACEHOLDER.sub(" ", low)
+    words = set(_TOKEN.findall(low))
+    words -= _STOP
+    return frozenset([w[:STEM] if not w[0].isdigit() else w.replace(".", "").replace(",", "") for w in words])
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,13 @@ class WorkedExample:
     request: str
     tasks: tuple[str, ...]  # each task's text and search query, as written in the example plan
 
-    @property
-    def request_words(self) -> set[str]:
+    @cached_property
+    def request_words(self) -> frozenset[str]:
         return content(self.request)
+
+    @cached_property
+    def task_words(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        return tuple((t, content(t)) for t in self.tasks)
 
 
 _EXAMPLE = re.compile(r"Request:\s*(?P<request>[^\n]+)\n\s*Plan:\s*(?P<plan>\[[^\n]*\])")
@@ -89,33 +93,61 @@ def similarity(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def parroted(query: str, task, examples: tuple[WorkedExample, ...], share: float, relevant: float) -> str | None:
-    """The example text a task reproduces instead of the query, or None."""
-    q = content(query)
-    for ex in examples:
-        if similarity(q, ex.request_words) >= relevant:
-            continue  # the query is like this example's request: sharing its wording is expected
-        for text in _task_texts(task):
-            words = content(text)
-            for ex_text in ex.tasks:
-                ex_words = content(ex_text)
-                if len(ex_words) < 2:
-                    continue
-                copied = (words & ex_words) - q
-                if len(copied) / len(ex_words) >= share and len(copied) >= 2:
-                    return ex_text
+_INDEX: dict[int, tuple] = {}
+
+
+def _index(examples: tuple[WorkedExample, ...]):
+    """word -> [(example, text)] over the examples' task texts (memoised per examples tuple): a task is compared only
+    with the example texts it shares words with."""
+    hit = _INDEX.get(id(examples))
+    if hit is None or hit[0] is not examples:
+        idx: dict[str, list[tuple[int, int]]] = {}
+        texts = [list(ex.task_words) for ex in examples]
+        for i, ex_texts in enumerate(texts):
+            for j, (_, words) in enumerate(ex_texts):
+                for w in words:
+                    idx.setdefault(w, []).append((i, j))
+        hit = _INDEX[id(examples)] = (examples, idx, texts)
+    return hit[1], hit[2]
+
+
+def parroted(query: str, task, examples: tuple[WorkedExample, ...], share: float, relevant: float,
+             words=content, query_words=None) -> str | None:
+    """The example text a task reproduces instead of the query, or None. ``words`` turns a text into content words
+    (a memoising one may be passed); ``query_words`` gives the query's (computed only when needed)."""
+    idx, ex_texts = _index(examples)
+    low = query.lower()
+    for text in _task_texts(task):
+        hits: dict[tuple[int, int], int] = {}
+        for w in words(text):
+            if w in idx and w not in low:  # a word of an example that the query lacks (even as part of a word)
+                for key in idx[w]:
+                    hits[key] = hits.get(key, 0) + 1
+        for (i, j), n in hits.items():
+            ex_text, ex_words = ex_texts[i][j]
+            if n >= 2 and len(ex_words) >= 2 and n / len(ex_words) >= share:
+                q = query_words() if query_words else content(query)
+                if similarity(q, examples[i].request_words) < relevant:
+                    return ex_text  # (an example whose request is like the query may be followed closely)
     return None
 
 
-def unrelated(query: str, task, min_shared: int) -> bool:
+def unrelated(query: str, task, min_shared: int, words=content, query_words=None) -> bool:
     """True when the task (text, search query, domain, tool arguments) shares fewer than min_shared content words
-    with the query."""
+    with the query. A first pass looks the task's words up in the query's text; only a task failing it is compared
+    word by word."""
     parts = _task_texts(task)
-    for k in ("domain", "mcp_args"):
-        v = task.get(k)
-        if v is not None:
-            parts.append(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
-    words = set().union(*(content(p) for p in parts)) if parts else set()
-    if not words:
+    if isinstance(task.get("domain"), str):
+        parts.append(task.get("domain"))
+    args = task.get("mcp_args")
+    if args is not None:
+        parts.append(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+    low = query.lower()
+    found: set[str] = set()
+    for p in parts:
+        found |= words(p)
+        if sum(w in low for w in found) >= min_shared:
+            return False
+    if not found:
         return False  # nothing to compare (a bare placeholder task): task-text checks report it
-    return len(words & content(query)) < min_shared
+    return len(found & (query_words() if query_words else content(query))) < min_shared

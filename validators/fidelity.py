@@ -227,32 +227,46 @@ def plan_values(tasks) -> tuple[dict[str, float], list[tuple[str, str, str]]]:
 # ---------------------------------------------------------------- units
 
 
+_UNITS: dict[int, tuple[dict, dict[str, str]]] = {}
+_UNIT_TOKEN = re.compile(r"°\s?[cf](?![a-z])|\d+(?:[.,]\d+)*|[^\W\d_]+(?:/[^\W\d_]+)?|['\"]")
+_UNIT_BEFORE = {"to", "in", "into", "zu", "nach", "von", "from"}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s.]", "", name.lower())
+
+
 def unit_index(units: dict[str, list[str]]) -> dict[str, str]:
-    """alias (lower-case, no spaces) -> canonical unit."""
-    idx = {}
-    for canon, aliases in units.items():
-        for a in [canon, *aliases]:
-            idx[re.sub(r"\s+", "", a.lower())] = canon
-    return idx
-
-
-def _alias_re(alias: str) -> str:
-    a = re.escape(alias.lower())
-    if len(alias) <= 2 and alias[0].isalpha():  # "m", "in", "ft": right after a number, or as "to in", "nach m"
-        return rf"(?:(?<=\d)|(?<=\d\s)|(?<=(?:to|in|zu) )|(?<=into |nach )){a}(?![\w/])"
-    if not alias[0].isalpha():  # "°c", "'", '"'
-        return rf"{a}(?![\w])"
-    return rf"(?<![\w]){a}(?![\w])"
+    """name (lower-case, without spaces and dots) -> canonical unit (memoised per units table)."""
+    hit = _UNITS.get(id(units))
+    if hit is None or hit[0] is not units:
+        idx: dict[str, str] = {}
+        for canon, aliases in units.items():
+            for a in [canon, *aliases]:
+                idx.setdefault(_key(a), canon)
+        hit = _UNITS[id(units)] = (units, idx)
+    return hit[1]
 
 
 def units_named(query: str, units: dict[str, list[str]]) -> set[str]:
-    q = query.lower()
+    """The units a query names: its words and runs of up to four words looked up in the unit table. A name of one
+    or two letters ("m", "in", "ft") counts only after a number or after "to"/"in"/"nach"..."""
+    idx = unit_index(units)
+    toks = _UNIT_TOKEN.findall(query.lower())
     named = set()
-    for canon, aliases in units.items():
-        for a in [canon, *aliases]:
-            if re.search(_alias_re(a), q):
-                named.add(canon)
+    for i, t in enumerate(toks):
+        key = ""
+        for n in range(4):
+            if i + n >= len(toks):
                 break
+            key += _key(toks[i + n])
+            canon = idx.get(key)
+            if canon is None:
+                continue
+            short = n == 0 and len(t) <= 2 and t[0].isalpha()
+            if short and not (i and (toks[i - 1][0].isdigit() or toks[i - 1] in _UNIT_BEFORE)):
+                continue
+            named.add(canon)
     return named
 
 
@@ -266,7 +280,7 @@ def unit_problems(query: str, args, units: dict[str, list[str]]) -> list[str]:
         u = args.get(key)
         if not isinstance(u, str):
             continue
-        canon = idx.get(re.sub(r"\s+", "", u.lower()))
+        canon = idx.get(_key(u))
         if canon is None:
             continue  # a unit this rule set does not know: no judgement
         if canon not in named:
@@ -285,10 +299,19 @@ _MON = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _HOLIDAYS = [(r"heiligabend|christmas eve", [(12, 24)]), (r"weihnacht\w*|christmas|xmas", [(12, 24), (12, 25), (12, 26)]),
              (r"silvester|new year'?s eve", [(12, 31)]), (r"neujahr|new year'?s(?: day)?", [(1, 1)]),
              (r"halloween", [(10, 31)]), (r"valentine'?s", [(2, 14)]), (r"tag der deutschen einheit", [(10, 3)])]
-_RELATIVE = re.compile(r"(?<!\w)(?:today|tomorrow|yesterday|now|tonight|heute|morgen|gestern|jetzt|übermorgen|"
+_RELATIVE = re.compile(r"\b(?:today|tomorrow|yesterday|now|tonight|heute|morgen|gestern|jetzt|übermorgen|"
                        r"vorgestern|this|next|last|coming|nächste\w*|kommende\w*|letzte\w*|diese\w*|current|aktuell\w*|"
                        r"from now|ab jetzt|ago|until|till|bis|since|seit|monday|tuesday|wednesday|thursday|friday|"
-                       r"saturday|sunday|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)(?!\w)")
+                       r"saturday|sunday|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag)\b")
+
+
+_ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
+_DOTTED = re.compile(r"(?<![\d.])(\d{1,2})\.\s?(\d{1,2})\.(?:\s?(\d{4}|\d{2})(?!\d))?")
+_SLASHED = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\d/])")
+_DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|\.)?\s+(?:of\s+)?{_MON}(?:,?\s+(\d{{4}}))?(?!\w)")
+_MONTH_DAY = re.compile(rf"(?<!\w){_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?(?!\w)")
+_HOLIDAY_RES = [(re.compile(rf"(?<!\w)(?:{p})"), days) for p, days in _HOLIDAYS]
+_HOLIDAY_ANY = re.compile(r"\b(?:" + "|".join(p for p, _ in _HOLIDAYS) + ")")
 
 
 def _year(y: str | None) -> int | None:
@@ -302,20 +325,22 @@ def query_dates(query: str) -> tuple[set[tuple[int | None, int, int]], bool]:
     """(year or None, month, day) for every date the query names, and whether it also refers to a relative date."""
     q = query.lower()
     out: set[tuple[int | None, int, int]] = set()
-    for m in re.finditer(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)", q):
+    if not any(c.isdigit() for c in q) and not _HOLIDAY_ANY.search(q):
+        return out, bool(_RELATIVE.search(q))
+    for m in _ISO.finditer(q):
         out.add((int(m.group(1)), int(m.group(2)), int(m.group(3))))
-    for m in re.finditer(r"(?<![\d.])(\d{1,2})\.\s?(\d{1,2})\.(?:\s?(\d{4}|\d{2})(?!\d))?", q):
+    for m in _DOTTED.finditer(q):
         out.add((_year(m.group(3)), int(m.group(2)), int(m.group(1))))
-    for m in re.finditer(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\d/])", q):
+    for m in _SLASHED.finditer(q):
         a, b, y = int(m.group(1)), int(m.group(2)), _year(m.group(3))
         out.update({(y, a, b), (y, b, a)})  # month/day or day/month: either reading
-    for m in re.finditer(rf"(?<!\w)(\d{{1,2}})(?:st|nd|rd|th|\.)?\s+(?:of\s+)?{_MON}(?:,?\s+(\d{{4}}))?(?!\w)", q):
+    for m in _DAY_MONTH.finditer(q):
         out.add((_year(m.group(3)), _MONTHS[m.group(2)], int(m.group(1))))
-    for m in re.finditer(rf"(?<!\w){_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?(?!\w)", q):
+    for m in _MONTH_DAY.finditer(q):
         out.add((_year(m.group(3)), _MONTHS[m.group(1)], int(m.group(2))))
     years = {int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d{2})(?!\d)", q)}
-    for pat, days in _HOLIDAYS:
-        if re.search(rf"(?<!\w)(?:{pat})", q):
+    for rx, days in _HOLIDAY_RES:
+        if rx.search(q):
             for md in days:
                 out.update({(y, *md) for y in years} or {(None, *md)})
     return out, bool(_RELATIVE.search(q))

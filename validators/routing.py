@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
@@ -28,6 +29,21 @@ class RuleContext:
     triggers: QueryTriggers
     tools: "ToolArgs | None"
     examples: tuple[WorkedExample, ...] = ()  # the teacher prompt's worked examples (no-parroting)
+
+    @cached_property
+    def query_words(self) -> frozenset[str]:
+        return drift.content(self.query)
+
+    @cached_property
+    def _words(self) -> dict[str, frozenset[str]]:
+        return {}
+
+    def words(self, text: str) -> frozenset[str]:
+        """Content words of a plan text, computed once per plan (no-parroting and no-drift share them)."""
+        w = self._words.get(text)
+        if w is None:
+            w = self._words[text] = drift.content(text)
+        return w
 
     @property
     def cats(self):
@@ -437,7 +453,8 @@ def no_parroting(ctx: RuleContext) -> list[str]:
     out = []
     for t in ctx.plan.tasks:
         if t.is_dict:
-            copied = drift.parroted(ctx.query, t, ctx.examples, d.parrot_share, d.example_relevant)
+            copied = drift.parroted(ctx.query, t, ctx.examples, d.parrot_share, d.example_relevant, ctx.words,
+                                    lambda: ctx.query_words)
             if copied:
                 out.append(f"{_label(t)} reproduces the prompt's worked example {copied!r}, not the query")
     return out
@@ -449,7 +466,7 @@ def no_drift(ctx: RuleContext) -> list[str]:
     for t in ctx.plan.tasks:
         if not t.is_dict or t.depends_on or PLACEHOLDER.search(str(t.get("task") or "")):
             continue  # a task building on an earlier result is about that result
-        if drift.unrelated(ctx.query, t, ctx.rs.drift.min_shared):
+        if drift.unrelated(ctx.query, t, ctx.rs.drift.min_shared, ctx.words, lambda: ctx.query_words):
             out.append(f"{_label(t)} shares no content with the query")
     return out
 
