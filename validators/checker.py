@@ -69,6 +69,8 @@ class RecordChecker:
         self.spec_shown = self._spec_shown(taxonomy, variation)
         self.renames = renames if renames is not None else self._renames(taxonomy)
         self.triggers = None
+        enabled = {r.id for r in ruleset.rules if r.enabled} if ruleset is not None else set()
+        self._needs = [(rule_id, need) for rule_id, need in _NEEDS.items() if rule_id in enabled]
         if ruleset is not None:
             from mashbill.validators.triggers import triggers_for
 
@@ -175,9 +177,9 @@ class RecordChecker:
         examples = self.examples
         if not examples and system:
             examples = self._from_prompt(system)[1]
-        missing = {"taxonomy": shown.names is None, "catalog": self.catalog is None, "examples": not examples}
-        for rule_id, need in _NEEDS.items():
-            if missing[need] and rule_id in self.ruleset.by_id and self.ruleset.by_id[rule_id].enabled:
+        for rule_id, need in self._needs:
+            if (shown.names is None if need == "taxonomy" else self.catalog is None if need == "catalog"
+                    else not examples):
                 self.skipped[(rule_id, need)] += 1
         found = check_plan(self.ruleset, query, output, shown, self.catalog, self.triggers.analyze(query), examples)
         if stage != STAGE:
