@@ -1,6 +1,7 @@
 """Duplicates: exact after normalisation, and near duplicates as MinHash/LSH clusters with a keep-one policy.
 
-Normalisation: NFKC, case-folded, everything that is not a letter or digit becomes a space, spaces collapsed.
+Normalisation: NFKC, case-folded, everything that is not a letter, digit or an operator between two operands
+becomes a space, spaces collapsed.
 Near duplicates are found on character 5-gram shingles (queries are short; word shingles would leave a
 five-word query with one shingle). Signatures use one-permutation hashing with rotation densification
 (Shrivastava and Li, 2014): one 64-bit hash per shingle, split into ``num_perm`` bins, the minimum per bin,
@@ -22,13 +23,28 @@ import numpy as np
 
 from mashbill.factory.records import Verdict
 
-_NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
+_NON_ALNUM = re.compile(r"[^\w\ue000-\ue00f]+|_+")
+_OPERATORS = "+-*/^=<>%×÷·"
+_OP = re.compile(r"(?<=[\w)])\s*([-+*/^=<>%×÷·])\s*(?=[\w(])")
+_PLACE = {op: chr(0xE000 + i) for i, op in enumerate(_OPERATORS)}
+_AROUND = re.compile(r"\s*([\ue000-\ue00f])\s*")
+_BACK = str.maketrans({v: k for k, v in _PLACE.items()})
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _C = np.uint64(1 << 32)
 
 
 def normalize(text: str) -> str:
+    """NFKC, case-folded, punctuation to spaces, but an operator between two operands is kept ("sqrt(2)*sqrt(3)" and
+    "sqrt(2)+sqrt(3)" stay apart); "-" and "/" only next to a number ("7-3", "1/2", not "e-mail" or "km/h")."""
     text = unicodedata.normalize("NFKC", text or "").casefold()
+    if any(op in text for op in _OPERATORS):
+        def keep(m):
+            op, a, b = m.group(1), text[m.start() - 1], text[m.end()]
+            if op in "-/" and not (a.isdigit() or a == ")" or b.isdigit() or b == "("):
+                return " "
+            return _PLACE[op]
+        text = _OP.sub(keep, text)
+        return _AROUND.sub(r"\1", _NON_ALNUM.sub(" ", text)).strip().translate(_BACK)
     return _NON_ALNUM.sub(" ", text).strip()
 
 
