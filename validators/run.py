@@ -46,6 +46,7 @@ class Options:
     rules: RuleSet | None = None
     audit_sample: int = 200
     spans: bool = True
+    apply_rules: bool = True  # file mode: the routing rules on rows whose target is a JSON plan
     dedup: bool = True
     pii: bool = True
     expectations: bool = True
@@ -245,6 +246,9 @@ def check_rules(rows: list[Row], opts: Options, report: Report) -> None:
     from mashbill.validators.checker import RecordChecker
 
     spec = opts.spec
+    if not opts.apply_rules:
+        report.sections["rules"] = {"rule_set": None, "skipped": ["all rules: --no-rules"]}
+        return
     if spec is not None and spec.spec.kind != "plan":
         report.sections["rules"] = {"rule_set": None, "skipped": [f"all rules: --spec {spec.ref} is a "
                                                                   f"{spec.spec.kind} spec, not a plan spec"]}

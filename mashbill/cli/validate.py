@@ -42,13 +42,14 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--all", "include_all", is_flag=True, help="Spec mode: also records rejected at generation.")
 @click.option("--no-write", is_flag=True, help="Spec mode: do not write verdicts to the store.")
 @click.option("--no-spans", is_flag=True, help="Skip the token-span check.")
+@click.option("--no-rules", is_flag=True, help="File mode: skip the routing rules.")
 @click.option("--no-dedup", is_flag=True, help="Skip duplicate detection.")
 @click.option("--no-pii", is_flag=True, help="Skip the personal-data scan.")
 @click.option("--no-expectations", is_flag=True, help="Skip the Great Expectations suite.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary table.")
 def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_seq_len, truncation_side, loss,
             holdout, eval_files, rules_file, report_path, redact_to, audit_sample, include_all, no_write, no_spans,
-            no_dedup, no_pii, no_expectations, quiet):
+            no_rules, no_dedup, no_pii, no_expectations, quiet):
     """Validate a spec's stored records, or a dataset file.
 
     \b
@@ -66,7 +67,8 @@ def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_
     from mashbill.validators.run import Options, Profile
 
     progress = None if quiet else (lambda msg: click.echo(f"  checking {msg} ...", err=True))
-    opts = Options(audit_sample=audit_sample, spans=not no_spans, dedup=not no_dedup, pii=not no_pii,
+    opts = Options(audit_sample=audit_sample, spans=not no_spans, apply_rules=not no_rules, dedup=not no_dedup,
+                   pii=not no_pii,
                    expectations=not no_expectations, holdout=list(holdout), eval_files=list(eval_files),
                    progress=progress)
     if rules_file:
