@@ -31,8 +31,9 @@ class ExprError(ValueError):
 def normalise(text: str) -> str:
     """Spellings a planner writes for Python's operators: ^ × · ÷ −, decimal commas, result placeholders."""
     s = text.replace("^", "**").replace("×", "*").replace("·", "*").replace("÷", "/").replace("−", "-")
-    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)  # 1,847 -> 1847
-    s = re.sub(r"(?<=\d),(?=\d)", ".", s)  # 2,5 -> 2.5
+    if not re.search(r"[A-Za-z_]\w*\s*\(", s):  # in "log(10,2)" a comma separates arguments
+        s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)  # 1,847 -> 1847
+        s = re.sub(r"(?<=\d),(?=\d)", ".", s)  # 2,5 -> 2.5
     s = re.sub(r"(?<=\d)\s*%(?!\s*\d)", "/100", s)  # a trailing "17%" is a percentage, "7 % 3" modulo
     return PLACEHOLDER.sub(lambda m: f"__r_{re.sub(r'[^0-9A-Za-z_]', '_', m.group(1))}", s)
 
@@ -119,7 +120,9 @@ def matches(value: float, wanted: float, rel: float = 1e-6) -> bool:
     return close(value, wanted, rel) or any(close(value, round(wanted, k), rel) for k in range(5))
 
 
-NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![\w])")
+# a number in a query: digits with separators, glued to a unit or not ("120mm", "5yrds"); e-notation is read apart
+NUMBER = re.compile(r"(?<![\d.,])\d+(?:_\d{3})*(?:[.,]\d+)*(?!\d)")
+SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)e([-+]?\d+)(?!\w)", re.IGNORECASE)
 
 
 def readings(token: str) -> tuple[float, ...]:
@@ -142,7 +145,10 @@ def readings(token: str) -> tuple[float, ...]:
 
 
 def numbers_in(text: str) -> list[tuple[float, ...]]:
-    return [readings(m.group(0)) for m in NUMBER.finditer(text)]
+    out = [readings(m.group(0).replace("_", "")) for m in NUMBER.finditer(text)]
+    out += [(float(m.group(0)),) for m in SCIENTIFIC.finditer(text)]
+    out += [(float(m.group(0)),) for m in re.finditer(r"(?<![\d.])\.\d+", text)]  # ".5 hours"
+    return out
 
 
 def combinations(per_number: list[tuple[float, ...]], limit: int = 64):

@@ -32,6 +32,8 @@ _WORDS = {
     "thousand": 1000, "tausend": 1000, "million": 1e6, "dozen": 12, "dutzend": 12, "half": 0.5, "halb": 0.5,
     "hälfte": 0.5, "halbe": 0.5, "quarter": 0.25, "viertel": 0.25, "third": 3, "drittel": 3, "twice": 2,
     "double": 2, "doppelt": 2, "doppelte": 2, "triple": 3, "dreifach": 3, "dreifache": 3, "pair": 2, "paar": 2,
+    "thrice": 3, "fourths": 4, "fourth": 4, "thirds": 3, "halves": 2, "quadruple": 4, "vierfach": 4, "vierfache": 4, "quarters": 25, "dime": 10, "dimes": 10, "nickel": 5,
+    "nickels": 5, "penny": 1, "pennies": 1, "cents": 100, "cent": 100,
     "squared": 2, "quadrat": 2, "cubed": 3, "square": 2, "cube": 3, "percent": 100, "prozent": 100,
 }
 # unit words whose presence allows a number scaled by a fixed factor ("2 weeks" -> 14 days, "3 hours" -> 180 minutes)
@@ -49,8 +51,13 @@ _WORD_RE = re.compile(r"[a-zäöüß]+")
 def query_numbers(query: str, constants: list[float]) -> set[float]:
     """Every value a faithful argument may take from this query."""
     base: set[float] = set()
-    for vals in expr.numbers_in(query):
+    per = expr.numbers_in(query)
+    for vals in per:
         base.update(vals)
+    for a, b in zip(per, per[1:]):  # "5' 7\"", "3 h 20 min", "1/3": a compound quantity in one unit
+        for x in a:
+            for y in b:
+                base.update({x + y / 12, x + y / 60, x + y / 16, x + y / 100, x / y if y else 0.0})
     words = _WORD_RE.findall(query.lower())
     base.update(_WORDS[w] for w in words if w in _WORDS)
     out = set(base) | set(constants)
@@ -64,7 +71,8 @@ def query_numbers(query: str, constants: list[float]) -> set[float]:
 
 
 def _allowed(x: float, allowed: set[float]) -> bool:
-    return any(expr.close(abs(x), abs(a), 1e-9) for a in allowed)
+    rel = 1e-9 if x == int(x) else 1e-3  # a fraction may be written rounded ("0.3333" for 1/3)
+    return any(expr.close(abs(x), abs(a), rel) for a in allowed)
 
 
 def invented_numbers(query: str, args, constants: list[float]) -> list[float]:
@@ -173,6 +181,17 @@ def _evaluate_template(template: str, nums: list[str]) -> tuple[float, ...]:
     return tuple(dict.fromkeys(values))
 
 
+_FRACTION = re.compile(r"\d+/\d+")
+_INSIDE = re.compile(r"(?:[-−(^*/+×÷·_]|\d[eE]|\b(?:log\w*|ln|sin|cos|tan|sqrt|root|wurzel|of|von|aus|e))\s*$")
+_CONTINUES = re.compile(r"^\s*(?:[)%^*/+×÷·!_]|e[-+]?\d|prozent|percent|[a-zäöü]*(?:root|wurzel))")
+
+
+def _whole(q: str, start: int, end: int) -> bool:
+    """Is the matched chain the whole computation, not a piece of a longer one (inside parentheses, after a function
+    or a sign, before a percent sign or an exponent)?"""
+    return not _INSIDE.search(q[max(0, start - 12):start]) and not _CONTINUES.match(q[end:end + 12])
+
+
 def query_computations(query: str) -> list[Computation]:
     """The computations a query states outright, each with its value(s); [] when it states none."""
     q = query.lower()
@@ -188,15 +207,20 @@ def query_computations(query: str) -> list[Computation]:
         span = next((v for k, v in _PER.items() if unit2.startswith(k[:4])), 1)
         vals = tuple(r * c * span / per for r in expr.readings(m.group(1)) for c in counts)
         out.append(Computation(m.group(0).strip(), vals))
-    covered = [c.text for c in out]
     for m in _CHAIN.finditer(q):
         text = m.group(0).strip()
-        if any(text in c or c in text for c in covered):
+        if any(text in c.text or c.text in text for c in out) or not _whole(q, m.start(), m.end()):
             continue
+        if _FRACTION.fullmatch(text):
+            continue  # "3/4 of the building": a quantity, not the computation asked for
         template, nums = _to_python(text)
         vals = _evaluate_template(template, nums)
         if vals:
             out.append(Computation(text, vals))
+    # the query states the computation only when no number stands outside it (a word problem has more numbers)
+    stated = " ".join(c.text for c in out)
+    if len(expr.numbers_in(q)) > len(expr.numbers_in(stated)):
+        return []
     return out
 
 
@@ -229,7 +253,9 @@ def plan_values(tasks) -> tuple[dict[str, float], list[tuple[str, str, str]]]:
 
 _UNITS: dict[int, tuple[dict, dict[str, str]]] = {}
 _UNIT_TOKEN = re.compile(r"°\s?[cf](?![a-z])|\d+(?:[.,]\d+)*|[^\W\d_]+(?:/[^\W\d_]+)?|['\"]")
-_UNIT_BEFORE = {"to", "in", "into", "zu", "nach", "von", "from"}
+_UNIT_BEFORE = {"to", "in", "into", "zu", "nach", "von", "from", "many", "much", "viele", "viel", "a", "an", "one",
+                "ein", "eine", "einen", "per", "pro", "und", "and"}
+_UNIT_AFTER = {"to", "in", "into", "nach", "zu", "equal", "equals", "make", "sind", "is", "are", "ist"}
 
 
 def _key(name: str) -> str:
@@ -264,7 +290,8 @@ def units_named(query: str, units: dict[str, list[str]]) -> set[str]:
             if canon is None:
                 continue
             short = n == 0 and len(t) <= 2 and t[0].isalpha()
-            if short and not (i and (toks[i - 1][0].isdigit() or toks[i - 1] in _UNIT_BEFORE)):
+            if short and len(toks) > 2 and not ((i and (toks[i - 1][0].isdigit() or toks[i - 1] in _UNIT_BEFORE))
+                              or (i + 1 < len(toks) and toks[i + 1] in _UNIT_AFTER)):
                 continue
             named.add(canon)
     return named
@@ -278,8 +305,8 @@ def unit_problems(query: str, args, units: dict[str, list[str]]) -> list[str]:
     out = []
     for key in ("from_unit", "to_unit"):
         u = args.get(key)
-        if not isinstance(u, str):
-            continue
+        if not isinstance(u, str) or not u.strip():
+            continue  # a missing unit is the argument schema's finding (PLAN007)
         canon = idx.get(_key(u))
         if canon is None:
             continue  # a unit this rule set does not know: no judgement
