@@ -32,7 +32,8 @@ wo ich du er sie es wir ihr mir mich dir dich uns euch ihnen bitte über unter n
 alle jede jeder jedes beide andere gleiche noch schon bei nach vor bis durch gegen ohne um zum zur vom beim ins erkläre
 schreibe schreib gib nenne finde berechne bestimme ermittle mache zeige beschreibe liste aufgabe
 """.split())
-_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]{3,}")  # numbers, and words of three letters or more
+# numbers, words of three letters or more, and short names with a symbol ("A*", "C++", "C#")
+_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]{3,}|(?<![^\W\d_])[^\W\d_]{1,2}(?:\*|\+\+|#)")
 STEM = 5
 
 

@@ -174,8 +174,9 @@ def test_teacher_samples_pair_a_passing_with_a_failing_sample(lib, source):
     wrong = [{"task": "Compute 1847 * 23 + 519", "category": "math"}]
     with Store.open(store) as s:
         _store_samples(s, rs, "What is 1847 * 23 + 519?", [wrong, good, wrong])
-        _store_samples(s, rs, "What is the capital of Canada?", [[{"task": "Name it", "category": "general"}],
-                                                                   [{"task": "Say it", "category": "general"}]])
+        _store_samples(s, rs, "What is the capital of Canada?",
+                       [[{"task": "Name the capital of Canada", "category": "general"}],
+                        [{"task": "Say which city is the capital of Canada", "category": "general"}]])
     res = freeze(spec, store_path=store, name="t", version="1", tokens=False)
     pairs = _pairs(res.path)
     # two identical failing samples make one pair, not two; two passing samples make none
