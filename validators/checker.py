@@ -51,9 +51,9 @@ def taxonomy_from_prompt(text: str) -> frozenset[str] | None:
 def _schema_check(schema: dict | None) -> Callable[[Any], str | None] | None:
     if schema is None:
         return None
-    from mashbill.validators.routing import _compile_schema
+    from mashbill.validators.toolargs import compile_schema
 
-    return _compile_schema(schema)
+    return compile_schema(schema)
 
 
 class RecordChecker:
