@@ -18,9 +18,10 @@ class Code:
     severity: str  # reject | penalty | flag (the default; a rule set may override rule codes)
     source: str  # where it is emitted: factory, validate, rules, curation, review
     meaning: str
+    rule: str = ""  # for rule codes: the rule id in the rule set (validators/routing.py implements it)
 
 
-# code, severity, source, meaning: one line per code
+# code, severity, source, meaning (and the rule id for rule codes): one line per code
 _TABLE = [
     ("PARSE001", "reject", "factory", "the teacher's output is not JSON"),
     ("PARSE002", "reject", "factory", "the teacher's output is empty"),
@@ -28,28 +29,28 @@ _TABLE = [
     ("TEACHER001", "reject", "factory", "the teacher call failed after every retry"),
     ("SCHEMA001", "reject", "factory", "the output does not match the spec's output schema"),
     ("SCHEMA002", "reject", "validate", "the output is missing or not JSON"),
-    ("PLAN001", "reject", "rules", "the plan has too few or too many tasks (or is not a plan)"),
-    ("PLAN002", "reject", "rules", "a task is not an object with task text and a category"),
-    ("PLAN003", "reject", "rules", "a category was not in the taxonomy shown for this record"),
-    ("PLAN004", "reject", "rules", "a research task has no search_query"),
-    ("PLAN005", "reject", "rules", "a dynamic task has no domain"),
-    ("PLAN006", "reject", "rules", "a precision_tools task names no tool or an unknown tool"),
-    ("PLAN007", "reject", "rules", "a precision tool's mcp_args do not match its argument schema"),
-    ("PLAN008", "reject", "rules", "duplicate task ids, a depends_on naming no task, or a dependency cycle"),
-    ("HR001", "reject", "rules", "PRECISION-FIRST: a query needing an exact computation has no precision_tools task"),
-    ("HR002", "reject", "rules", "the precision task uses a tool that does not serve the query's intent"),
-    ("HR003", "reject", "rules", "a cited § of German law is not fetched with legal_get_paragraph"),
-    ("HR004", "reject", "rules", "the legal_advisor task is missing or comes before the fetch"),
-    ("HR005", "penalty", "rules", "legal_get_paragraph fetches another law or paragraph than cited"),
-    ("HR006", "reject", "rules", "implementing a known game/algorithm/format lacks a research or code task"),
-    ("HR007", "penalty", "rules", "the research task comes after the code task"),
-    ("HR008", "flag", "rules", "a niche specialist field has no dynamic task"),
-    ("ARG001", "reject", "rules", "a precision tool's argument has a number neither in the query nor from a task"),
-    ("ARG002", "reject", "rules", "the expression does not compute what the query states (an operation was lost)"),
-    ("ARG003", "reject", "rules", "unit_convert units or date_* dates are not the ones the query names"),
-    ("ARG004", "reject", "rules", "a precision tool's expression cannot be parsed"),
-    ("COPY001", "reject", "rules", "the plan reproduces a worked example of the teacher's prompt, not the query"),
-    ("DRIFT001", "reject", "rules", "a task shares no content with the query"),
+    ("PLAN001", "reject", "rules", "the plan has too few or too many tasks (or is not a plan)", "task-count"),
+    ("PLAN002", "reject", "rules", "a task is not an object with task text and a category", "task-text"),
+    ("PLAN003", "reject", "rules", "a category was not in the taxonomy shown for this record", "category-shown"),
+    ("PLAN004", "reject", "rules", "a research task has no search_query", "research-query"),
+    ("PLAN005", "reject", "rules", "a dynamic task has no domain", "dynamic-domain"),
+    ("PLAN006", "reject", "rules", "a precision_tools task names no tool or an unknown tool", "tool-known"),
+    ("PLAN007", "reject", "rules", "a precision tool's mcp_args do not match its argument schema", "tool-args"),
+    ("PLAN008", "reject", "rules", "duplicate task ids, a depends_on naming no task, or a dependency cycle", "dependencies"),
+    ("HR001", "reject", "rules", "PRECISION-FIRST: a query needing an exact computation has no precision_tools task", "precision-first"),
+    ("HR002", "reject", "rules", "the precision task uses a tool that does not serve the query's intent", "precision-tool-match"),
+    ("HR003", "reject", "rules", "a cited § of German law is not fetched with legal_get_paragraph", "legal-paragraph"),
+    ("HR004", "reject", "rules", "the legal_advisor task is missing or comes before the fetch", "legal-order"),
+    ("HR005", "penalty", "rules", "legal_get_paragraph fetches another law or paragraph than cited", "legal-args"),
+    ("HR006", "reject", "rules", "implementing a known game/algorithm/format lacks a research or code task", "research-before-code"),
+    ("HR007", "penalty", "rules", "the research task comes after the code task", "research-order"),
+    ("HR008", "flag", "rules", "a niche specialist field has no dynamic task", "niche-dynamic"),
+    ("ARG001", "reject", "rules", "a precision tool's argument has a number neither in the query nor from a task", "arg-numbers"),
+    ("ARG002", "reject", "rules", "the expression does not compute what the query states (an operation was lost)", "arg-operation"),
+    ("ARG003", "reject", "rules", "unit_convert units or date_* dates are not the ones the query names", "arg-units-dates"),
+    ("ARG004", "reject", "rules", "a precision tool's expression cannot be parsed", "arg-expression"),
+    ("COPY001", "reject", "rules", "the plan reproduces a worked example of the teacher's prompt, not the query", "no-parroting"),
+    ("DRIFT001", "reject", "rules", "a task shares no content with the query", "no-drift"),
     ("SPAN001", "reject", "validate", "the target is partly beyond max_seq_len"),
     ("SPAN002", "reject", "validate", "the target is entirely beyond max_seq_len"),
     ("SPAN003", "reject", "validate", "the prompt alone fills the window"),
@@ -85,13 +86,17 @@ CODES: dict[str, Code] = {c[0]: Code(*c) for c in _TABLE}
 assert len(CODES) == len(_TABLE), "a code is registered twice"
 
 
+RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() if c.rule)
+
+
 def describe(code: str) -> Code | None:
     return CODES.get(code)
 
 
 def markdown_table() -> str:
     lines = ["| code | severity | from | meaning |", "|---|---|---|---|"]
-    lines += [f"| `{c.code}` | {c.severity} | {c.source} | {c.meaning} |" for c in CODES.values()]
+    lines += [f"| `{c.code}` | {c.severity} | {c.source + (f' `{c.rule}`' if c.rule else '')} | {c.meaning} |"
+              for c in CODES.values()]
     return "\n".join(lines)
 
 

@@ -427,4 +427,5 @@ def check_plan(rs: RuleSet, query: str, output: Any, shown: Shown, catalog=None,
 
 
 def unknown_rule_ids(rs: RuleSet) -> list[str]:
+    """Rule ids of a rule set without an implementation here (load_ruleset refuses them; kept for tests)."""
     return [r.id for r in rs.rules if r.id not in RULES]

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mashbill.errors import SpecError
+from mashbill.factory.codes import RULE_IDS
 from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
 from mashbill.specs.yamlio import line_for
@@ -235,13 +236,12 @@ def _load_cached(path: str, mtime_ns: int, size: int) -> RuleSet:
 
 
 def _check_rule_ids(rs: RuleSet, path: Path, lines) -> None:
-    """A rule id the code does not implement is refused here: a mistyped id would otherwise never run."""
-    from mashbill.validators.routing import RULES  # imported here: routing builds on this module
-
+    """A rule id the code does not implement is refused here: a mistyped id would otherwise never run. The ids are
+    registered with their codes (factory/codes.py); a test checks that routing.RULES implements exactly them."""
     for i, r in enumerate(rs.rules):
-        if r.id not in RULES:
-            close = difflib.get_close_matches(r.id, list(RULES), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(RULES))})"
+        if r.id not in RULE_IDS:
+            close = difflib.get_close_matches(r.id, list(RULE_IDS), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(RULE_IDS))})"
             raise SpecError(str(path), f"unknown rule id '{r.id}'{hint}", line=line_for(lines, ("rules", i, "id")),
                             field=f"rules.{i}.id")
 

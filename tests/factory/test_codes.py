@@ -81,3 +81,11 @@ def test_codes_command(tmp_path):
     readme.write_text(f"# x\n\n{README_START}\nold\n{README_END}\n", encoding="utf-8")
     assert CliRunner().invoke(main, ["codes", "--update-readme", str(readme)]).exit_code == 0
     assert markdown_table() in readme.read_text(encoding="utf-8")
+
+
+def test_registered_rule_ids_are_exactly_the_implemented_rules():
+    from mashbill.factory.codes import RULE_IDS
+    from mashbill.validators.routing import RULES
+
+    assert set(RULES) == RULE_IDS
+    assert all(CODES[c].rule for c in CODES if CODES[c].source == "rules")
