@@ -25,7 +25,8 @@ from mashbill.factory.records import Verdict
 
 _NON_ALNUM = re.compile(r"[^\w\ue000-\ue00f]+|_+")
 _OPERATORS = "+-*/^=<>%×÷·"
-_OP = re.compile(r"(?<=[\w)])\s*([-+*/^=<>%×÷·])\s*(?=[\w(])")
+# an operator next to a number or a parenthesis on one side and an operand on the other
+_OP = re.compile(r"(?<=[\d)])\s*([-+*/^=<>%×÷·])\s*(?=[\w(])|(?<=[\w)])\s*([-+*/^=<>%×÷·])\s*(?=[\d(])")
 _PLACE = {op: chr(0xE000 + i) for i, op in enumerate(_OPERATORS)}
 _AROUND = re.compile(r"\s*([\ue000-\ue00f])\s*")
 _BACK = str.maketrans({v: k for k, v in _PLACE.items()})
@@ -34,18 +35,13 @@ _C = np.uint64(1 << 32)
 
 
 def normalize(text: str) -> str:
-    """NFKC, case-folded, punctuation to spaces, but an operator between two operands is kept ("sqrt(2)*sqrt(3)" and
-    "sqrt(2)+sqrt(3)" stay apart); "-" and "/" only next to a number ("7-3", "1/2", not "e-mail" or "km/h")."""
+    """NFKC, case-folded, punctuation to spaces, but an operator between two operands, one of them a number or a
+    parenthesis, is kept ("sqrt(2)*sqrt(3)" and "sqrt(2)+sqrt(3)" stay apart; "7-3", "1/2"; not "e-mail", "km/h")."""
     text = unicodedata.normalize("NFKC", text or "").casefold()
-    if any(op in text for op in _OPERATORS):
-        def keep(m):
-            op, a, b = m.group(1), text[m.start() - 1], text[m.end()]
-            if op in "-/" and not (a.isdigit() or a == ")" or b.isdigit() or b == "("):
-                return " "
-            return _PLACE[op]
-        text = _OP.sub(keep, text)
-        return _AROUND.sub(r"\1", _NON_ALNUM.sub(" ", text)).strip().translate(_BACK)
-    return _NON_ALNUM.sub(" ", text).strip()
+    marked = _OP.sub(lambda m: _PLACE[m.group(1) or m.group(2)], text)
+    if marked is text or marked == text:
+        return _NON_ALNUM.sub(" ", text).strip()
+    return _AROUND.sub(r"\1", _NON_ALNUM.sub(" ", marked)).strip().translate(_BACK)
 
 
 def _mix(z: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ alle jede jeder jedes beide andere gleiche noch schon bei nach vor bis durch geg
 schreibe schreib gib nenne finde berechne bestimme ermittle mache zeige beschreibe liste aufgabe
 """.split())
 # numbers, words of three letters or more, and short names with a symbol ("A*", "C++", "C#")
-_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]{3,}|(?<![^\W\d_])[^\W\d_]{1,2}(?:\*|\+\+|#)")
+_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]{3,}|[^\W\d_]{1,2}(?:\*|\+\+|#)")
 STEM = 5
 
 
@@ -108,17 +108,32 @@ def _index(examples: tuple[WorkedExample, ...]):
             for j, (_, words) in enumerate(ex_texts):
                 for w in words:
                     idx.setdefault(w, []).append((i, j))
-        hit = _INDEX[id(examples)] = (examples, idx, texts)
-    return hit[1], hit[2]
+        hit = _INDEX[id(examples)] = (examples, idx, texts, frozenset(idx))
+    return hit[1], hit[2], hit[3]
+
+
+_PUNCT = "()[]{}\"'«»„“”‚‘’.,;:!?"
+
+
+def _vocab_hits(text: str, vocab: frozenset[str]) -> int:
+    """How many distinct example words a text holds (split at spaces: a cheap first pass before ``content``)."""
+    seen = set()
+    for tok in text.lower().split():
+        tok = tok.strip(_PUNCT)
+        if tok and (tok if tok[0].isdigit() else tok[:STEM]) in vocab:
+            seen.add(tok)
+    return len(seen)
 
 
 def parroted(query: str, task, examples: tuple[WorkedExample, ...], share: float, relevant: float,
              words=content, query_words=None) -> str | None:
     """The example text a task reproduces instead of the query, or None. ``words`` turns a text into content words
     (a memoising one may be passed); ``query_words`` gives the query's (computed only when needed)."""
-    idx, ex_texts = _index(examples)
+    idx, ex_texts, vocab = _index(examples)
     low = query.lower()
     for text in _task_texts(task):
+        if _vocab_hits(text, vocab) < 2:
+            continue  # fewer than two example words anywhere in the text: nothing can be parroted (a cheap first pass)
         hits: dict[tuple[int, int], int] = {}
         for w in words(text):
             if w in idx and w not in low:  # a word of an example that the query lacks (even as part of a word)
@@ -144,11 +159,15 @@ def unrelated(query: str, task, min_shared: int, words=content, query_words=None
     if args is not None:
         parts.append(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
     low = query.lower()
-    found: set[str] = set()
-    for p in parts:
-        found |= words(p)
-        if sum(w in low for w in found) >= min_shared:
-            return False
+    shared = set()
+    for p in parts:  # a cheap first pass: the task's words, one by one, looked up in the query's text
+        for w in p.lower().split():
+            w = w.strip(_PUNCT)
+            if len(w) >= 3 and w not in _STOP and (w if w[0].isdigit() else w[:STEM]) in low:
+                shared.add(w)
+                if len(shared) >= min_shared:
+                    return False
+    found = frozenset().union(*(words(p) for p in parts)) if parts else frozenset()
     if not found:
         return False  # nothing to compare (a bare placeholder task): task-text checks report it
     return len(found & (query_words() if query_words else content(query))) < min_shared
