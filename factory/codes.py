@@ -58,6 +58,7 @@ _TABLE = [
     ("SPAN005", "reject", "validate", "the loss covers no token"),
     ("SPAN006", "reject", "validate", "the assistant turn is not found in the rendered chat"),
     ("SPAN007", "reject", "validate", "the chat template refused the conversation"),
+    ("SPAN008", "reject", "validate", "an assistant turn is empty or whitespace-only"),
     ("SPAN010", "reject", "validate", "a correction sample's wrong assistant turn is trained"),
     ("DUP001", "reject", "validate", "exact duplicate after normalisation"),
     ("DUP002", "penalty", "validate", "near duplicate (a MinHash/LSH cluster member that is not kept)"),

