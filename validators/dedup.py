@@ -38,8 +38,10 @@ def normalize(text: str) -> str:
     """NFKC, case-folded, punctuation to spaces, but an operator between two operands, one of them a number or a
     parenthesis, is kept ("sqrt(2)*sqrt(3)" and "sqrt(2)+sqrt(3)" stay apart; "7-3", "1/2"; not "e-mail", "km/h")."""
     text = unicodedata.normalize("NFKC", text or "").casefold()
+    if not any(op in text for op in _OPERATORS):
+        return _NON_ALNUM.sub(" ", text).strip()
     marked = _OP.sub(lambda m: _PLACE[m.group(1) or m.group(2)], text)
-    if marked is text or marked == text:
+    if marked == text:
         return _NON_ALNUM.sub(" ", text).strip()
     return _AROUND.sub(r"\1", _NON_ALNUM.sub(" ", marked)).strip().translate(_BACK)
 
