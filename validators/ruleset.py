@@ -7,6 +7,7 @@ load error naming the file, line and field, never a crash halfway through a run.
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mashbill.errors import SpecError
+from mashbill.factory.codes import RULE_IDS
 from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
 from mashbill.specs.yamlio import line_for
@@ -118,6 +120,25 @@ class PiiConfig(_Strict):
     severity: Literal["reject", "penalty", "flag"] = "flag"
 
 
+class Fidelity(_Strict):
+    """Argument fidelity: which tools' numbers must come from the query, which constants any plan may use, and the
+    unit names unit_convert's units are matched against (canonical name -> names a query may use)."""
+
+    tools: list[str] = ["calculate", "solve_equation", "statistics_calc", "prime_factorize", "gcd_lcm",
+                        "unit_convert", "date_add"]
+    constants: list[float] = [0, 1, 2, 3, 10, 100, 1000]
+    tolerance: float = Field(1e-6, gt=0, lt=0.1)
+    units: dict[str, list[str]] = {}
+
+
+class Drift(_Strict):
+    """No parroting, no drift (validators/drift.py)."""
+
+    parrot_share: float = Field(0.6, gt=0, le=1)  # share of an example task's words copied without being in the query
+    example_relevant: float = Field(0.3, gt=0, le=1)  # query/example-request similarity at which copying is fine
+    min_shared: int = Field(1, ge=1)  # content words a task must share with the query
+
+
 class Checks(_Strict):
     dedup: DedupConfig = DedupConfig()
     leakage: LeakageConfig = LeakageConfig()
@@ -140,6 +161,8 @@ class RuleSet(_Strict):
     units: Units = Units()
     legal: LegalSpec | None = None
     research_before_code: ResearchBeforeCode | None = None
+    fidelity: Fidelity = Fidelity()
+    drift: Drift = Drift()
     checks: Checks = Checks()
 
     @model_validator(mode="after")
@@ -240,7 +263,19 @@ def _load_cached(path: str, mtime_ns: int, size: int) -> RuleSet:
     p = Path(path)
     rs, lines = load_model(p, RuleSet)
     _check_patterns(rs, p, lines)
+    _check_rule_ids(rs, p, lines)
     return rs
+
+
+def _check_rule_ids(rs: RuleSet, path: Path, lines) -> None:
+    """A rule id the code does not implement is refused here: a mistyped id would otherwise never run. The ids are
+    registered with their codes (factory/codes.py); a test checks that routing.RULES implements exactly them."""
+    for i, r in enumerate(rs.rules):
+        if r.id not in RULE_IDS:
+            close = difflib.get_close_matches(r.id, list(RULE_IDS), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(RULE_IDS))})"
+            raise SpecError(str(path), f"unknown rule id '{r.id}'{hint}", line=line_for(lines, ("rules", i, "id")),
+                            field=f"rules.{i}.id")
 
 
 def load_ruleset(path: str | Path = DEFAULT_RULES) -> RuleSet:

@@ -98,9 +98,10 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
                             f"'{rs.spec.teacher.backend}'")
     checks = []
     if validate:
-        from mashbill.validators import record_checks  # the spec's routing rules, per record, as it is stored
+        from mashbill.validators.checker import RecordChecker  # the spec's rules, per record, as it is stored
 
-        checks = record_checks(rs)
+        checker = RecordChecker.for_spec(rs)
+        checks = [checker.factory_check()] if checker.ruleset is not None else []
     with Store.open(store_path) as store:
         teacher = make_teacher(rs.spec.teacher, **teacher_kwargs(rs, threads=threads, grammar=grammar,
                                                                  base_url=base_url, concurrency=concurrency))

@@ -80,7 +80,15 @@ SEEDS = [
     ("Translate 'The delivery will be delayed' into German.", "en", "translation", one("translation")),
     ("Übersetze ins Englische: 'Bitte bestätigen Sie den Termin.'", "de", "translation", one("translation")),
 ]
-PLANS = {q: plan for q, _, _, plan in SEEDS}
+GENERIC = {"Answer the request", "Answer with specialist knowledge"}
+
+
+def _about(plan: list, query: str) -> list:
+    """An expert sees only its own task, so a generic task text carries the request (DRIFT001 rejects it otherwise)."""
+    return [{**t, "task": f"{t['task']}: {query}"} if t["task"] in GENERIC else t for t in plan]
+
+
+PLANS = {q: _about(plan, q) for q, _, _, plan in SEEDS}
 
 
 def spec_yaml(name: str, *, kind: str = "plan", curation: dict | None = None, extra: dict | None = None,
