@@ -67,8 +67,9 @@ def test_redacted_copy_via_cli(tmp_path):
                    + json.dumps({"messages": [{"role": "user", "content": "Subnetz 10.0.0.0/8?"},
                                               {"role": "assistant", "content": "[]"}]}) + "\n", encoding="utf-8")
     out = tmp_path / "clean.jsonl"
+    # --no-rules: this checks redaction; file mode now also applies the routing rules (an empty plan is a finding)
     res = CliRunner().invoke(main, ["validate", str(src), "--format", "messages", "--no-spans", "--no-expectations",
-                                    "--redact-to", str(out), "-q"])
+                                    "--no-rules", "--redact-to", str(out), "-q"])
     assert res.exit_code == 0, res.output
     rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert rows[0]["messages"][0]["content"] == "Ich bin erreichbar unter [PHONE]."
