@@ -10,7 +10,8 @@ bench/trigger_set.py; point --queries at another half of the same sources to mea
   labelled one (firing with the wrong tool counts as a miss);
 - hr001_false_trigger: share of the queries that need no tool on which HR001 fires;
 - correct_plan_false_reject: share of the correct-tool plans (built from the sources' gold slots and calculator
-  calls) that the rule set rejects (any rule of severity reject);
+  calls) that the tool-routing rules (HR*) or the plan contract (PLAN*) reject; their arguments and task texts
+  are schematic, so argument-fidelity and drift rejects are printed apart, not counted;
 - pii_false_flag_rate: share of all public query texts with any PII finding (they hold no personal data).
 
 One line per split (tune = even rows of each source, report = odd rows) and per source, then the last line over
@@ -59,6 +60,7 @@ def main() -> None:
 
     stats = defaultdict(lambda: [0, 0])  # (split|source, metric) -> [hits, total]
     shown_bad: dict[str, list[str]] = defaultdict(list)
+    other: dict[str, int] = {}
     for r, a in zip(data, analysed):
         keys = ("all", r["split"], r["source"])
         if r["need"]:
@@ -72,7 +74,14 @@ def main() -> None:
             if not r["plan"]:
                 continue
             verdicts = check_plan(rules, r["query"], r["plan"], shown, catalog, a)
-            bad = [v for v in verdicts if v.severity == "reject"]
+            # Tool routing (HR*) and the plan contract (PLAN*) judge these plans; their arguments and task texts are
+            # schematic (an intermediate GSM8K result, a fixed base date), so argument-fidelity and drift verdicts
+            # are counted apart, not as false rejects
+            rejects = [v for v in verdicts if v.severity == "reject"]
+            bad = [v for v in rejects if v.code.startswith(("HR", "PLAN"))]
+            for v in rejects:
+                if v not in bad:
+                    other[v.code] = other.get(v.code, 0) + 1
             for k in keys:
                 stats[k, "reject"][0] += bool(bad)
                 stats[k, "reject"][1] += 1
@@ -109,6 +118,7 @@ def main() -> None:
         print(f"{src:28s} {line(src)}")
     for split in ("tune", "report"):
         print(f"split={split:22s} {line(split)}")
+    print(f"not counted (schematic plan arguments/texts): {dict(sorted(other.items()))}")
     print(f"triggers_per_s={len(data) / trig_s:.0f} pii_texts_per_s={len(texts) / pii_s:.0f} "
           f"pii_flags={len(flagged)}/{len(texts)}")
     a = stats
