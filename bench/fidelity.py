@@ -111,7 +111,7 @@ def main() -> None:
     from mashbill.validators.ruleset import load_ruleset
 
     rs = load_ruleset()
-    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
     prompt = (LIBRARY / "shared" / "prompts" / "planner@1.yaml").read_text(encoding="utf-8").replace("\n    ", "\n")
     examples = worked_examples(prompt)
     shown = Shown(None)

@@ -49,7 +49,7 @@ def main() -> None:
     from mashbill.validators.triggers import triggers_for
 
     rules = load_ruleset()
-    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
     trig = triggers_for(rules)
     shown = Shown(None)
     data = trigger_set.labelled(args.queries)

@@ -94,7 +94,7 @@ def main() -> None:
 
     # ---- 1. schema + rules + dedup
     rules = load_ruleset()
-    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
     schema = json.loads((LIBRARY / "shared" / "schemas" / "plan@1.json").read_text(encoding="utf-8"))
     examples = spec_examples(load_spec(find_spec("plan-moe")))
     checker = RecordChecker(ruleset=rules, schema=schema, catalog=catalog, examples=examples, origin="bench")

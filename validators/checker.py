@@ -103,7 +103,7 @@ class RecordChecker:
                        origin=rs.ref)
         from mashbill.specs.loader import LIBRARY, load_catalog, load_taxonomy
 
-        catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+        catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
         tax = load_taxonomy(LIBRARY / "shared" / "taxonomy" / "moe-experts@1.yaml")
         return cls(ruleset=ruleset, catalog=catalog, renames=cls._renames(tax), origin="file")
 

@@ -1,4 +1,4 @@
-"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@1.yaml``).
+"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@2.yaml``).
 
 The file is data: codes, severities, bounds, trigger patterns. It is loaded with ``yaml.safe_load`` into the
 pydantic models below (unknown keys are rejected) and every pattern is compiled up front, so a bad regex is a
@@ -21,7 +21,7 @@ from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
 from mashbill.specs.yamlio import line_for
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@1.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@2.yaml"
 CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
 
 

@@ -59,9 +59,9 @@ def test_file_mode_reports_plan_and_hr_codes_with_the_spec(tmp_path, fmt):
         got = {e["record"] for c in codes for e in report["examples"].get(c, [])}
         assert all(f"plans.jsonl:{i + 1}" in got for _ in codes), (i, report["examples"])
     assert set(report["counts"]) == {"HR001", "HR003", "PLAN003"}
-    assert report["rules"]["rule_set"] == "moe-routing@1" and report["rules"]["taxonomy_from"] == {"spec": 4}
+    assert report["rules"]["rule_set"] == "moe-routing@2" and report["rules"]["taxonomy_from"] == {"spec": 4}
     assert report["rules"]["skipped"] == []
-    assert "rules: moe-routing@1 (taxonomy from spec 4)" in res.output and "HR001" in res.output
+    assert "rules: moe-routing@2 (taxonomy from spec 4)" in res.output and "HR001" in res.output
 
 
 def test_file_mode_reads_the_taxonomy_from_the_system_prompt(tmp_path):
