@@ -38,9 +38,8 @@ def load_outcomes(store: Store, sources: list[str] | None = None) -> tuple[pa.Ta
     if sources:
         where = f"WHERE source IN ({', '.join('?' for _ in sources)})"
         params = list(sources)
-    rows = store.con.execute(f"SELECT query_id, model, source, correct, score, judge, cost, latency_s, tokens_in, "
-                             f"tokens_out FROM router_outcomes {where} ORDER BY query_id, model, source",
-                             params).arrow().read_all()
+    rows = store.sql(f"SELECT query_id, model, source, correct, score, judge, cost, latency_s, tokens_in, "
+                     f"tokens_out FROM router_outcomes {where} ORDER BY query_id, model, source", params)
     texts = dict(store.con.execute("SELECT query_id, text FROM router_queries").fetchall())
     return rows, texts
 
