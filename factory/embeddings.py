@@ -229,17 +229,18 @@ class EmbeddingCache:
                 found[qid] = row
         return found, problems
 
-    def get(self, encoder: Encoder, texts: Mapping[str, str], *, batch_size: int = 64) -> Embeddings:
+    def get(self, encoder: Encoder, texts: Mapping[str, str], *, batch_size: int = 64, chunk: int = 4096) -> Embeddings:
         """Embeddings for every query id in `texts`, computing (and appending) only the ones not cached."""
         cached, problems = self._read(encoder.revision)
         for p in problems:
             log.warning(p)
         ids = list(texts)
         missing = [q for q in ids if q not in cached]
-        if missing:
-            vecs = encoder.encode([texts[q] for q in missing], batch_size=batch_size)
-            self._append(encoder, missing, vecs)
-            for q, v in zip(missing, vecs):
+        for start in range(0, len(missing), chunk):  # each chunk is its own file: a killed run keeps what it did
+            part = missing[start:start + chunk]
+            vecs = encoder.encode([texts[q] for q in part], batch_size=batch_size)
+            self._append(encoder, part, vecs)
+            for q, v in zip(part, vecs):
                 cached[q] = v
         mat = np.stack([cached[q] for q in ids]).astype(np.float32) if ids else np.zeros((0, encoder.dims), np.float32)
         return Embeddings(ids, mat, encoder.revision, len(ids) - len(missing), len(missing), tuple(problems))
