@@ -47,7 +47,6 @@ def test_router_cli_outcomes_transitions_embed(tmp_path):
     res = run_cli("router", "transitions", trn, "--version", "1", "--from-outcomes", "--store", store, check=True,
                   env=env)
     assert "replayed 14 requests (20 calls)" in res.stderr  # 6 odd problems escalate from small to large
-    run_cli("snapshot", "verify", "cli-trn@1", "--store", store, check=True)
     res = run_cli("snapshot", "pull", "cli-out@1", "--format", "router", "--store", store, "--out", tmp_path / "pulled",
                   check=True, env=env)
     first = json.loads((tmp_path / "pulled" / "train.jsonl").read_text().splitlines()[0])

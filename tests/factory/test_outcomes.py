@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
+import yaml
 
 from mashbill.factory.generate import select_inputs
 from mashbill.factory.outcome_import import import_outcomes
 from mashbill.factory.outcomes import check_answer, model_views, query_id
 from mashbill.factory.shards import shard_of
 from mashbill.factory.store import Store
-from mashbill.specs import find_spec, load_spec
+from mashbill.specs import LIBRARY, find_spec, load_spec
 
 WIDE = ('prompt,mistralai/Mixtral-8x7B-Instruct-v0.1,gpt-4-1106-preview,mistralai/Mixtral-8x7B-Instruct-v0.1_response\n'
         '"Janet has 3 ducks. How many legs?",True,True,"6"\n'
@@ -88,25 +90,41 @@ def test_outcome_spec_views_give_each_model_its_own_records():
     assert all(shard_of(r, 2) == 0 for r in parts[0])
 
 
+def tiny_outcome_spec(tmp_path):
+    """outcome-gsm8k cut down for a test: two models, 8 answer tokens each, a small context."""
+    lib = tmp_path / "lib"
+    shutil.copytree(LIBRARY / "shared", lib / "shared")
+    shutil.copytree(LIBRARY / "seeds", lib / "seeds")
+    data = yaml.safe_load((LIBRARY / "outcome" / "outcome-gsm8k@1.yaml").read_text(encoding="utf-8"))
+    for m in data["outcome"]["models"]:
+        m["teacher"]["n_ctx"] = 512
+        m["teacher"]["sampling"]["max_tokens"] = 8
+    path = lib / "outcome" / "outcome-tiny@1.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump({**data, "name": "outcome-tiny"}), encoding="utf-8")
+    return path
+
+
 @pytest.mark.slow
 def test_outcome_spec_generates_every_model_and_materializes(tmp_path):
     from mashbill.cli.generate import run_generate
 
+    spec = tiny_outcome_spec(tmp_path)
     store_path = tmp_path / "store"
-    summaries = run_generate("outcome-gsm8k", store_path, limit=2, progress=False)
-    assert [s.requested for s in summaries] == [2, 2] and all(s.status == "completed" for s in summaries)
+    summaries = run_generate(str(spec), store_path, limit=1, progress=False)
+    assert [s.requested for s in summaries] == [1, 1] and all(s.status == "completed" for s in summaries)
     with Store.open(store_path) as store:
         rows = store.con.execute("SELECT model, correct, cost, latency_s, tokens_in, tokens_out, judge, record_id "
                                  "FROM router_outcomes ORDER BY model, query_id").fetchall()
-        assert [r[0] for r in rows] == ["smollm2-135m-greedy"] * 2 + ["smollm2-135m-sampled"] * 2
+        assert [r[0] for r in rows] == ["smollm2-135m-greedy", "smollm2-135m-sampled"]
         for model, correct, cost, latency, t_in, t_out, judge, rid in rows:
             assert latency > 0 and t_in > 0 and t_out > 0 and judge == "reference:number"
             assert cost == pytest.approx((t_in * 0.01 + t_out * 0.02) / 1e6)
-            out = json.loads(store.con.execute("SELECT output FROM records WHERE record_id = ?", [rid]).fetchone()[0]
-                             or "null")
-            inp = json.loads(store.con.execute("SELECT input FROM records WHERE record_id = ?", [rid]).fetchone()[0])
+            status, out, inp = store.con.execute("SELECT status, output, input FROM records WHERE record_id = ?",
+                                                 [rid]).fetchone()
+            out, inp = json.loads(out or "null"), json.loads(inp)
             assert inp["model"] == model
-            assert correct == (out is not None and check_answer("number", out["answer"], inp["reference"]))
-        assert store.con.execute("SELECT count(DISTINCT query_id) FROM router_queries").fetchone()[0] == 2
-    again = run_generate("outcome-gsm8k", store_path, limit=2, progress=False)  # resume: nothing left to do
-    assert [s.requested for s in again] == [0, 0] and [s.skipped for s in again] == [2, 2]
+            assert correct == (status == "accepted" and check_answer("number", out["answer"], inp["reference"]))
+        assert store.con.execute("SELECT count(DISTINCT query_id) FROM router_queries").fetchone()[0] == 1
+    again = run_generate(str(spec), store_path, limit=1, progress=False)  # resume: nothing left to do
+    assert [s.requested for s in again] == [0, 0] and [s.skipped for s in again] == [1, 1]
