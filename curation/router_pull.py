@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from mashbill.curation.snapshot import SnapshotError
 from mashbill.curation.split import SPLITS
-from mashbill.factory.embeddings import _matrix
+from mashbill.factory.embeddings import vectors_of
 
 FORMATS = {"outcomes": ("router", "outcomes"), "transitions": ("transitions",), "triplets": ("triplets",)}
 
@@ -32,7 +32,7 @@ def _embeddings(path: Path) -> tuple[dict[str, int], np.ndarray] | None:
     if not f.is_file():
         return None
     t = pq.read_table(f)
-    return {q: i for i, q in enumerate(t.column("query_id").to_pylist())}, _matrix(t.column("embedding"))
+    return {q: i for i, q in enumerate(t.column("query_id").to_pylist())}, vectors_of(t.column("embedding"))
 
 
 def load_router_snapshot(path: Path, manifest: dict, format: str | None):
@@ -74,7 +74,7 @@ def load_router_snapshot(path: Path, manifest: dict, format: str | None):
                 index, emb = e
                 rows_emb = emb[[index[q] for q in t.column("query_id").to_pylist()]]
                 for col in ("state", "next_state"):
-                    feats = _matrix(t.column(col))
+                    feats = vectors_of(t.column(col))
                     full = np.concatenate([rows_emb, feats], axis=1)
                     t = t.set_column(t.schema.get_field_index(col), col, pa.array(list(full), pa.list_(pa.float32())))
             out[s] = ds.Dataset(t, split=s)

@@ -139,6 +139,8 @@ class Encoder:
             if self.threads:
                 opts.intra_op_num_threads = self.threads
             opts.inter_op_num_threads = 1
+            # no busy-waiting between ops: on a shared machine spinning threads burn the CPU the work needs
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             self._session = ort.InferenceSession(str(self.onnx_path), opts, providers=["CPUExecutionProvider"])
             tok = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
             tok.enable_truncation(self.max_len)
@@ -224,7 +226,7 @@ class EmbeddingCache:
             except Exception as exc:  # a torn or foreign file: name it, skip it, recompute
                 problems.append(f"{f}: EMB002 unreadable cache file ({str(exc).splitlines()[0][:120]}); skipped")
                 continue
-            mat = _matrix(t.column("embedding"))
+            mat = vectors_of(t.column("embedding"))
             for qid, row in zip(t.column("query_id").to_pylist(), mat):
                 found[qid] = row
         return found, problems
@@ -272,7 +274,7 @@ def embedding_table(ids: Sequence[str], vecs: np.ndarray):
                      "embedding": pa.FixedSizeListArray.from_arrays(flat, vecs.shape[1] if vecs.ndim == 2 else 0)})
 
 
-def _matrix(column) -> np.ndarray:
+def vectors_of(column) -> np.ndarray:
     """float32 [rows, dims] from a fixed-size-list column without a Python loop."""
     import pyarrow as pa
 
