@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -31,6 +32,13 @@ def test_minilm_embeddings_are_unit_vectors_and_semantic(encoder):
     # batching and padding do not change a text's vector
     alone = encoder.encode([TEXTS["quantum"]])
     assert np.abs(alone[0] - vecs[2]).max() < 1e-5
+
+
+def test_matches_vectors_made_by_transformers_and_torch(encoder):
+    # made by tests/factory/make_minilm_golden.py with the reference implementation (not with our code)
+    golden = json.loads((Path(__file__).parent / "fixtures" / "minilm-golden.json").read_text(encoding="utf-8"))
+    ours = encoder.encode(golden["texts"])
+    assert np.abs(ours - np.array(golden["vectors"], np.float32)).max() < 1e-5
 
 
 def test_parity_with_transformers_when_torch_is_installed(encoder):
