@@ -60,10 +60,18 @@ def test_import_keeps_good_rows_and_names_every_bad_one(tmp_path):
                         ("Write a haiku about rain.", "mistralai/Mixtral-8x7B-Instruct-v0.1", False, 0.2, None, None)]
         meta = store.con.execute("SELECT meta FROM router_queries WHERE text = 'What is 7*8?'").fetchone()[0]
         assert json.loads(meta) == {"subject": "anatomy"}
+        # the same question from another file (spaces differ) is the same query
+        again = tmp_path / "again.csv"
+        again.write_text('prompt,gpt-4-1106-preview\n"What is  7*8? ",True\n', encoding="utf-8")
+        import_outcomes(store, [again], models=models)
+        assert store.con.execute("SELECT count(*) FROM router_queries").fetchone()[0] == 4
+        assert store.con.execute("SELECT count(*) FROM router_outcomes WHERE source = 'import:again.csv' AND "
+                                 "query_id = ?", [query_id("What is 7*8?")]).fetchone()[0] == 1
+        store.con.execute("DELETE FROM router_outcomes WHERE source = 'import:again.csv'")
         # re-importing the same file replaces its rows instead of doubling them
         import_outcomes(store, [wide], models=models)
         assert store.con.execute("SELECT count(*) FROM router_outcomes").fetchone()[0] == 8
-        assert store.con.execute("SELECT count(*) FROM router_imports").fetchone()[0] == 3
+        assert store.con.execute("SELECT count(*) FROM router_imports").fetchone()[0] == 4
 
 
 def test_reference_checks():
