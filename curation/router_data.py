@@ -14,7 +14,7 @@ label; a held-out model's rows are kept for test queries only (cold-start evalua
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -96,8 +96,9 @@ def freeze_outcomes(rr: ResolvedRecipe, store_path: str | Path, *, name: str, ve
         else:
             keep[(q, m)] = i
     idx = sorted(keep.values())
-    table = table.take(pa.array(idx, pa.int64()))
-    cols = table.to_pydict()
+    if len(idx) != table.num_rows:
+        table = table.take(pa.array(idx, pa.int64()))
+        cols = {k: [v[i] for i in idx] for k, v in cols.items()}
     models = sorted(set(cols["model"]))
     missing_hold = sorted(set(recipe.splits.hold_out_models) - set(models))
     if missing_hold:
@@ -148,10 +149,11 @@ def freeze_outcomes(rr: ResolvedRecipe, store_path: str | Path, *, name: str, ve
     tables["embeddings.parquet"] = embedding_table(qids, got.matrix)
     train_q = {q: {m: ok for m, ok in per_query[q].items() if m not in held} for q in qids if assignment[q] == "train"}
     wm = win_matrix(train_q, [m for m in models if m not in held])
+    rows_per_model = Counter(cols["model"])
     n_correct = pc.sum(pc.cast(table.column("correct"), pa.int64())).as_py() or 0
     extra = {
-        "models": [{"name": m, "rows": int(sum(1 for x in cols["model"] if x == m)), "cost_per_query": model_cost[m],
-                    "held_out": m in held} for m in models],
+        "models": [{"name": m, "rows": rows_per_model[m], "cost_per_query": model_cost[m], "held_out": m in held}
+                   for m in models],
         "splits": {**split_stats, "queries": query_counts, "held_out_models": sorted(held),
                    "held_out_rows_dropped": held_dropped},
         "embeddings": {**enc.info(), "file": "embeddings.parquet", "queries": len(qids), "cache_hits": got.hits,
