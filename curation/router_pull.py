@@ -1,7 +1,8 @@
 """Load router snapshots as `datasets.DatasetDict`s a PyTorch or TRL user reads without glue.
 
 - outcomes, format `router` (default): one row per query: `query_id`, `text`, `embedding` (float32),
-  `correct` and `cost` (one entry per model, in `models` order; NaN where the model has no outcome),
+  `correct` and `cost` (one entry per model, in `models` order; NaN where the model has no outcome; a row
+  without its own cost takes the model's cost per query from the manifest),
   `cheapest_correct` (a model index, or -1 when none was right). `ds.with_format("torch")` gives tensors.
 - outcomes, format `outcomes`: the long rows (query id, model, correct, score, cost, latency, tokens).
 - transitions: `state`, `action`, `reward`, `next_state`, `done` (+ request/query ids); the query's
@@ -46,6 +47,7 @@ def load_router_snapshot(path: Path, manifest: dict, format: str | None):
     if kind == "outcomes" and fmt == "router":
         models = [m["name"] for m in manifest["models"]]
         midx = {m: i for i, m in enumerate(models)}
+        model_cost = {m["name"]: m["cost_per_query"] for m in manifest["models"]}
         index, emb = _embeddings(path)
         for s in SPLITS:
             q = pq.read_table(path / "queries" / f"{s}.parquet").to_pydict()
@@ -56,7 +58,8 @@ def load_router_snapshot(path: Path, manifest: dict, format: str | None):
             r = rows.to_pydict()
             for qid, m, ok, c in zip(r["query_id"], r["model"], r["correct"], r["cost"]):
                 correct[pos[qid], midx[m]] = float(ok)
-                cost[pos[qid], midx[m]] = np.nan if c is None else c
+                # a row without its own cost takes the model's cost per query (the one the labels used)
+                cost[pos[qid], midx[m]] = c if c is not None else (model_cost[m] if model_cost[m] is not None else np.nan)
             vec = emb[[index[x] for x in q["query_id"]]] if q["query_id"] else np.zeros((0, emb.shape[1]), np.float32)
             table = pa.table({
                 "query_id": q["query_id"], "text": q["text"],

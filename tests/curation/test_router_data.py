@@ -113,6 +113,8 @@ def test_load_snapshot_router_format_is_ready_for_pytorch(tmp_path, minilm):
     assert row["embedding"].shape == (384,) and row["correct"].shape == (3,)
     i = int(row["cheapest_correct"])
     assert i == -1 or row["correct"][i] == 1.0
+    costs = {"small": 0.001, "medium": 0.01, "large": 0.1}  # the recipe's, since the imported rows have none
+    assert np.allclose(row["cost"], [costs[m] for m in models])
     emb = pq.read_table(res.path / "embeddings.parquet")
     k = emb.column("query_id").to_pylist().index(row["query_id"])
     assert np.allclose(emb.column("embedding")[k].values.to_numpy(), row["embedding"])
