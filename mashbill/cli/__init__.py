@@ -31,6 +31,7 @@ SUBCOMMANDS = {
     "report": "report",
     "review": "review",
     "codes": "codes",
+    "router": "router",
 }
 
 
