@@ -31,6 +31,8 @@ SUBCOMMANDS = {
     "snapshot": "snapshot",
     "report": "report",
     "review": "review",
+    "codes": "codes",
+    "router": "router",
 }
 
 
