@@ -81,6 +81,17 @@ _TABLE = [
     ("PREF004", "reject", "curation", "preference pair: the edit breaks more than its one rule"),
     ("PREF005", "reject", "curation", "preference pair: the edit does not apply to this plan"),
     ("BAL001", "reject", "curation", "left out of a snapshot by a balancing quota"),
+    ("OUT001", "reject", "factory", "outcome row: a correctness or score value that is not one, or no model"),
+    ("OUT002", "reject", "factory", "outcome row: a model outside the spec's or import's model list"),
+    ("OUT003", "reject", "factory", "outcome row: a query id not in the store and the row has no query text"),
+    ("OUT004", "reject", "factory", "outcome row: a second outcome for the same query and model (the first is kept)"),
+    ("OUT005", "flag", "factory", "outcome: the teacher never answered this model's record (retried next run)"),
+    ("EMB001", "flag", "factory", "embedding cache file of another encoder revision (skipped, recomputed)"),
+    ("LOG001", "reject", "curation", "orchestrator log line: not JSON or breaks the log schema (its request is dropped)"),
+    ("TRN001", "reject", "curation", "transition: a non-finite value (state, reward, latency, cost)"),
+    ("TRN002", "reject", "curation", "transition: an action outside the recipe's action list"),
+    ("TRN003", "reject", "curation", "transition: a request id seen before (transitions would cross requests)"),
+    ("TRP001", "reject", "curation", "triplet: the record's categories are none of the taxonomy's"),
 ]
 
 CODES: dict[str, Code] = {c[0]: Code(*c) for c in _TABLE}
