@@ -7,6 +7,13 @@
 2. `teacher`: two or more samples per query (different seeds) from the preference spec's teacher; a sample
    that passes every rule is `chosen`, one that fails a rule (so scores lower) is `rejected`.
 3. `human`: a reviewer's valid correction is `chosen`, the teacher's original output `rejected`.
+4. `judge`: the same teacher samples, ranked by the spec's judge (`mashbill judge --pairs`): every pair is
+   judged in both orders; a pair whose two verdicts disagree (position bias) is dropped and counted, so is
+   one whose mean score difference is below `min_judge_margin`; the judge preferring a sample that fails a
+   hard rule over one that passes is a judge error, counted and dropped.
+
+The teacher samples come from the one generate loop (`factory.generate` with `samples`): resume, shards,
+guards and accounting apply; this module only pairs what is stored.
 
 The checks: `chosen` passes every rule (no reject or penalty finding), `rejected` fails at least one or
 was rejected by a human, and `chosen` differs from `rejected`; identical pairs are removed. What fails a
@@ -22,14 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import jsonschema
-
 from mashbill.curation.rules import PlanChecker, failing_codes, score
 from mashbill.curation.select import Excluded, Selection
 from mashbill.errors import MashbillError
-from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
+from mashbill.factory.records import Record, Verdict
 from mashbill.factory.store import Store
-from mashbill.specs import ResolvedSpec, canonical_json, load_spec, render_prompt
+from mashbill.specs import ResolvedSpec, canonical_json, load_spec
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,18 @@ PREF_REJECTED_PASSES = "PREF002"
 PREF_IDENTICAL = "PREF003"
 PREF_NOT_MINIMAL = "PREF004"
 PREF_NO_EDIT = "PREF005"
+PREF_JUDGE_INCONSISTENT = "PREF006"  # the two orders of a pair disagree (position bias)
+PREF_JUDGE_MARGIN = "PREF007"  # the judge's margin is below min_judge_margin
+PREF_JUDGE_ERROR = "PREF008"  # the judge preferred a sample that fails a hard rule over one that passes
+
+PREFERENCE_EDITS = ("precision-to-llm", "drop-legal-paragraph", "drop-research", "research-after-code",
+                    "break-tool-args", "drop-domain")
+DEFAULT_REVIEW_REQUEST = (
+    "Check the plan above against the routing rules: an exact computation goes to precision_tools with a "
+    "matching tool (PRECISION-FIRST); a cited paragraph of German law is fetched with legal_get_paragraph "
+    "before legal_advisor (LEGAL \u00a7-PATTERN); implementing a known game, algorithm, protocol or parser "
+    "starts with a research task before the code task (RESEARCH-BEFORE-CODE). Return the corrected plan, "
+    "or the same plan if it is already right.")
 
 # edit -> (the rule id it breaks, rule ids that may break with it because they test the same thing)
 EDIT_RULES = {
@@ -53,7 +70,7 @@ EDIT_RULES = {
 @dataclass(frozen=True)
 class Pair:
     pair_id: str
-    source: str  # rule | teacher | human
+    source: str  # rule | teacher | human | judge
     rule: str  # the edit, or the codes the rejected sample failed, or "human-rejected"
     record_id: str  # the record the chosen plan came from
     inputs: dict
@@ -74,6 +91,22 @@ class Pair:
 
 def pair_id(prompt, chosen_text: str, rejected_text: str) -> str:
     return hashlib.sha256(canonical_json([list(prompt), chosen_text, rejected_text]).encode()).hexdigest()
+
+
+def edits_of(rs: ResolvedSpec) -> list[str]:
+    """The spec's edits (default: all), each a name this module knows."""
+    edits = rs.spec.curation.preference.edits
+    if edits is None:
+        return list(PREFERENCE_EDITS)
+    unknown = sorted(set(edits) - set(PREFERENCE_EDITS))
+    if unknown:
+        raise MashbillError(f"{rs.path}: curation.preference.edits: unknown edit(s) {unknown}; known: "
+                            f"{', '.join(PREFERENCE_EDITS)}")
+    return list(edits)
+
+
+def review_request_of(rs: ResolvedSpec) -> str:
+    return rs.spec.curation.preference.review_request or DEFAULT_REVIEW_REQUEST
 
 
 def source_spec_of(rs: ResolvedSpec) -> ResolvedSpec:
@@ -210,7 +243,8 @@ def _make(source: str, rule: str, rec_id: str, inputs: dict, meta: dict, prompt,
                 chosen, rejected, tuple(codes))
 
 
-def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> PairBuild:
+def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
+                judgments: list[dict] | None = None) -> PairBuild:
     """All checked pairs of a preference spec: rule edits and human corrections of the source spec's selected
     records, and teacher samples stored under the preference spec."""
     cfg = rs.spec.curation.preference
@@ -225,7 +259,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> 
         for cand in src_sel.candidates:
             rec = cand.record
             chosen_findings = checker.check(rec.input, cand.output, rec.meta)
-            for edit in cfg.edits:
+            for edit in edits_of(rs):
                 rejected = apply_edit(edit, cand.output, src, rec.meta)
                 if rejected is None:
                     continue
@@ -284,7 +318,11 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> 
                     out.add(pair, seen)
         out.notes["teacher_queries_without_a_passing_sample"] = no_passing
         out.notes["teacher_queries"] = len(groups)
-    for s in ("rule", "teacher", "human"):
+    if "judge" in cfg.sources:
+        from mashbill.curation.judge_pairs import judge_pairs
+
+        judge_pairs(rs, samples, judgments or [], out, seen)
+    for s in ("rule", "teacher", "human", "judge"):
         out.counts.setdefault(s, 0)
     return out
 
@@ -319,83 +357,25 @@ class SampleSummary:
 
 
 def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | None = None,
-                      on_progress: Callable[[int], None] | None = None) -> SampleSummary:
-    """Ask the teacher for `samples_per_query` plans per seed query (the spec's teacher sampling, with seed
-    sampling.seed + k for sample k), store each as a record of the preference spec, check every one with the
-    rules and record that validation.
+                      on_progress: Callable | None = None) -> SampleSummary:
+    """Ask the teacher for `samples_per_query` plans per seed query through the generate loop (seed
+    sampling.seed + k for sample k; all samples of a query share one rendered prompt), then check every new
+    accepted sample with the rules and record that validation.
 
-    All samples of a query share one rendered prompt (framing and taxonomy), so they are comparable.
     Already stored samples are skipped; a re-run completes the work.
     """
-    from mashbill.factory.generate import parse_output, select_inputs
+    from mashbill.factory.generate import generate
 
     cfg = rs.spec.curation.preference
     if rs.spec.kind != "preference":
         raise MashbillError(f"{rs.ref} is a {rs.spec.kind} spec; teacher samples are for preference specs")
-    schema_validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
     checker = PlanChecker(rs)
-    base = dict(rs.spec.teacher.sampling.model_dump())
-    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
-    done = store.finished_ids(rs.hash)
-    todo = []
-    for gid, inputs in select_inputs(rs, limit=limit):
-        prompt = render_prompt(rs, inputs, gid)
-        for k in range(cfg.samples_per_query):
-            sample_inputs = {**inputs, "sample": k}
-            rid = record_id(rs.hash, sample_inputs)
-            if rid in done:
-                continue
-            sampling = {**base, "seed": base["seed"] + k}
-            todo.append((rid, gid, k, sample_inputs, prompt, sampling))
-    info = teacher.info()
-    run_id = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash,
-                             kind=rs.spec.kind, backend=teacher.backend, model=teacher.model,
-                             model_sha256=info.get("sha256"), model_info=info, sampling=base,
-                             args={"preference_samples": cfg.samples_per_query, "limit": limit})
-    from mashbill.factory.teachers.base import TeacherRequest
-
-    schema = rs.output_schema if rs.spec.teacher.constrained else None
-    records, verdicts, calls, results = [], {}, [], {}
-    passing = failing = 0
-    by_id = {t[0]: t for t in todo}
-    requests = [TeacherRequest(rid, prompt.teacher_messages, schema, sampling)
-                for rid, gid, k, inp, prompt, sampling in todo]
-    status = "completed"
-    try:
-        for n, result in enumerate(teacher.generate(requests), 1):
-            rid, gid, k, inputs, prompt, sampling = by_id[result.request.record_id]
-            meta = {**prompt.meta(), "lang": inputs.get("lang"), "group": gid, "sample": k, "seed": sampling["seed"],
-                    "finish_reason": result.finish_reason}
-            if result.text is None:
-                rec = Record(rid, rs.spec.kind, inputs, None, None, ref, "failed", prompt.training_messages, meta)
-                vs = [Verdict("TEACHER001", "reject", (result.error or "")[:300])]
-            else:
-                output, vs = parse_output(result.text, result.finish_reason, schema_validator)
-                status_ = "rejected" if any(v.severity == "reject" for v in vs) else "accepted"
-                rec = Record(rid, rs.spec.kind, inputs, output, result.text, ref, status_, prompt.training_messages,
-                             meta)
-                if status_ == "accepted":
-                    found = checker.check(inputs, output, meta)
-                    results[rid] = found
-                    if failing_codes(found):
-                        failing += 1
-                    else:
-                        passing += 1
-            records.append(rec)
-            verdicts[rid] = vs
-            calls.extend(TeacherCall(rid, result.request.payload_hash, i + 1, teacher.backend, teacher.model,
-                                     a.latency_s, a.prompt_tokens, a.cached_tokens, a.completion_tokens,
-                                     a.finish_reason, a.error) for i, a in enumerate(result.attempts))
-            if on_progress:
-                on_progress(n)
-    except BaseException:
-        status = "interrupted"
-        raise
-    finally:
-        store.write_batch(run_id, records, verdicts, calls)
-        store.finish_run(run_id, status, {"requested": len(todo), "accepted": sum(r.status == "accepted" for r in records),
-                                          "rejected": sum(r.status == "rejected" for r in records),
-                                          "failed": sum(r.status == "failed" for r in records)})
+    summary = generate(rs, store, teacher, limit=limit, samples=cfg.samples_per_query, on_progress=on_progress,
+                       args={"preference_samples": cfg.samples_per_query, "limit": limit})
+    new = store.records(spec_hash=rs.hash, status="accepted")
+    covered = store.validated_ids(rs.hash)
+    results = {r.id: checker.check(r.input, r.output, r.meta) for r in new if r.id not in covered}
+    passing = sum(not failing_codes(vs) for vs in results.values())
     validation_id = None
     if results:
         counts: dict[str, int] = {}
@@ -404,7 +384,10 @@ def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | N
                 counts[v.code] = counts.get(v.code, 0) + 1
         validation_id = store.record_validation(spec_hash=rs.hash, source=f"curation.preference:{checker.engine}",
                                                 results=results, counts=counts)
-    return SampleSummary(run_id, len({t[1] for t in todo}), len(todo), len(records), passing, failing, validation_id)
+    stored = summary.accepted + summary.rejected + summary.failed
+    queries = summary.requested // cfg.samples_per_query if summary.requested else 0
+    return SampleSummary(summary.run_id, queries, summary.requested, stored, passing, len(results) - passing,
+                         validation_id)
 
 
 def source_path(rs: ResolvedSpec) -> Path | None:

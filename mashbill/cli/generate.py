@@ -103,6 +103,11 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
 
         checks = record_checks(rs)
     with Store.open(store_path) as store:
+        work = None
+        if rs.spec.kind == "queries":  # query synthesis: the screen (length, language, dedup, holdout) decides
+            from mashbill.validators.queries import synth_work
+
+            work, checks = synth_work(rs, store), []
         teacher = make_teacher(rs.spec.teacher, **teacher_kwargs(rs, threads=threads, grammar=grammar,
                                                                  base_url=base_url, concurrency=concurrency))
         try:
@@ -110,7 +115,7 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
                 teacher.check_schema(rs.output_schema)
             with LiveProgress(rs.ref, enabled=progress) as bar:
                 summary = generate(rs, store, teacher, limit=limit, shard=shard, checks=checks, on_progress=bar,
-                                   args=args)
+                                   args=args, work=work)
         finally:
             teacher.close()
     return summary
