@@ -319,7 +319,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
         out.notes["teacher_queries_without_a_passing_sample"] = no_passing
         out.notes["teacher_queries"] = len(groups)
     if "judge" in cfg.sources:
-        from mashbill.curation.judge_pairs import judge_pairs
+        from mashbill.curation.judging import judge_pairs
 
         judge_pairs(rs, samples, judgments or [], out, seen)
     for s in ("rule", "teacher", "human", "judge"):

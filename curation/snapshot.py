@@ -224,6 +224,9 @@ def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str
                             "freeze under a new version")
     with Store.open(store_path, read_only=True) as store:
         built = _build(store, rs)
+        from mashbill.curation.judging import judge_export
+
+        built.judge = judge_export(store, rs, [e.record_id for e in built.examples])
         reviewed = built.review["reviewed"] or built.review["require_review"]
         stats = _run_stats(store, built.spec_hashes, built.review if reviewed else None)
         teacher = _teacher_facts(store, built.run_ids)
@@ -245,6 +248,7 @@ class Built:
     records_seen: int
     spec_hashes: list[str]
     dims: list[str]
+    judge: dict | None = None  # judge scores of the selected records (curation.judging.judge_export)
 
 
 def _build(store: Store, rs: ResolvedSpec) -> Built:
@@ -455,6 +459,8 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
         for s in SPLITS:
             _write_parquet(pa.Table.from_pylist(rows[s], schema=SCHEMA), tmp / "data" / f"{s}.parquet")
         _write_parquet(pa.Table.from_pylist(reject_rows, schema=REJECT_SCHEMA), tmp / "rejects.parquet")
+        if built.judge:
+            _write_parquet(pa.Table.from_pylist(built.judge["rows"]), tmp / "judge.parquet")
         spec_entries = _copy_specs(built.specs, tmp)
         (tmp / "stats.json").write_bytes(manifest_bytes(stats))
         from mashbill.curation.tokens import profile_facts
@@ -486,6 +492,7 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
                         "by_stage": dict(sorted(Counter(r["stage"] for r in reject_rows).items()))},
             "review": built.review,
             "preference": built.preference,
+            **({"judge": built.judge["summary"]} if built.judge else {}),
             "tokens": ({"counted": len(lens), "p50": _pct(lens, 50), "p95": _pct(lens, 95), "p99": _pct(lens, 99),
                         "max": lens[-1], "over_max_seq_len": sum(n > profile.max_seq_len for n in lens)}
                        if lens else None),

@@ -96,3 +96,22 @@ def calibration(rs: ResolvedSpec, records: list[Record], scores: dict[str, dict]
     return {"scored": len(scores), "threshold": threshold, "with_human_decision": len(both),
             "kappa": None if kappa is None else round(kappa, 4), "judge_errors": len(errors),
             "judge_error_examples": errors[:10]}
+
+
+def judge_export(store, rs: ResolvedSpec, record_ids: list[str]) -> dict | None:
+    """The judge scores of a snapshot's records: rows for `judge.parquet` and a manifest summary."""
+    from mashbill.factory.judge import judge_ref, judge_scores
+
+    if rs.spec.judge is None:
+        return None
+    scores = judge_scores(store, rs)
+    wanted = sorted(set(record_ids) & set(scores))
+    if not wanted:
+        return None
+    rows = [{"record_id": rid, "score": float(scores[rid]["score"]), "rationale": scores[rid]["rationale"],
+             "judge_model": scores[rid]["model"], "prompt_hash": scores[rid]["prompt_hash"],
+             "judgment_id": scores[rid]["judge_record"]} for rid in wanted]
+    summary = {"spec": rs.ref, "judge_hash": judge_ref(rs, "score").hash, "model": rs.spec.judge.teacher.model,
+               "scored": len(rows), "threshold": rs.spec.judge.threshold,
+               "mean_score": round(sum(r["score"] for r in rows) / len(rows), 4)}
+    return {"rows": rows, "summary": summary}
