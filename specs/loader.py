@@ -22,7 +22,7 @@ from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
 LIBRARY = Path(__file__).resolve().parent / "library"
 RUNTIME_VARS = {"query", "lang", "framing", "taxonomy", "tool_catalog", "output_schema"}
 # What a `queries` spec's prompt may use (factory.synth fills them per call) and what its queries carry.
-SYNTH_VARS = {"examples", "n", "cell_hint", "type", "trap", "rule", "language"}
+SYNTH_VARS = {"examples", "n", "cell_hint", "type", "trap", "rule", "language", "call"}
 QUERY_FIELDS = {"query", "lang", "type", "trap", "rule", "source", "licence", "lineage"}
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".json": "json"}
 
