@@ -28,15 +28,30 @@ def distinct_n(texts: list[str], n: int) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
-def _spec(name: str, version: int, shash: str) -> ResolvedSpec | None:
-    try:
-        rs = load_spec(find_spec(f"{name}@{version}"))
-    except Exception:  # not in the library (a test spec, or a spec of another checkout)
+def _resolver(store: Store):
+    """(name, version, hash) -> the spec: the path its runs recorded, else the library; None if neither matches."""
+    paths: dict[str, list[str]] = {}
+    for shash, path in store.con.execute(
+            "SELECT DISTINCT spec_hash, json_extract_string(args, '$.spec_path') FROM runs "
+            "WHERE args IS NOT NULL").fetchall():
+        if path:
+            paths.setdefault(shash, []).append(path)
+
+    def resolve(name: str, version: int, shash: str) -> ResolvedSpec | None:
+        for cand in [*paths.get(shash, []), f"{name}@{version}"]:
+            try:
+                rs = load_spec(cand if cand.endswith(".yaml") else find_spec(cand))
+            except Exception:  # moved, edited or not in this library
+                continue
+            if rs.hash == shash:
+                return rs
         return None
-    return rs if rs.hash == shash else None
+
+    return resolve
 
 
-def synthesis_figures(store: Store, resolve=_spec) -> list[dict]:
+def synthesis_figures(store: Store, resolve=None) -> list[dict]:
+    resolve = resolve or _resolver(store)
     from mashbill.curation import minilm
     from mashbill.factory.synth import plan_cells, pool_items
     from mashbill.validators.queries import holdout_hits, holdout_items
@@ -83,7 +98,8 @@ def _human_decisions(store: Store, ids: list[str]) -> dict[str, str]:
     return {r: d for r, d in rows if r in wanted}
 
 
-def judge_figures(store: Store, resolve=_spec) -> list[dict]:
+def judge_figures(store: Store, resolve=None) -> list[dict]:
+    resolve = resolve or _resolver(store)
     from mashbill.curation.judging import calibration
     from mashbill.factory.judge import judge_scores, pair_judgments
 

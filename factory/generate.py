@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Sequence
 
 import jsonschema
 
+from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
@@ -128,7 +129,8 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     run_id = store.begin_run(spec_name=work.ref.name, spec_version=work.ref.version, spec_hash=work.ref.hash,
                              kind=work.kind, backend=teacher.backend, model=teacher.model,
                              model_sha256=info.get("sha256"), model_info=info, sampling=sampling,
-                             shard=f"{shard[0]}/{shard[1]}" if shard else None, args=args)
+                             shard=f"{shard[0]}/{shard[1]}" if shard else None,
+                             args={**(args or {}), "spec_path": str(rs.path)})  # lets a report find the spec
     summary = RunSummary(run_id, f"{work.ref.name}@{work.ref.version}", work.ref.hash, str(store.root),
                          selected=len(jobs), skipped=len(jobs) - len(todo), requested=len(todo))
     acct = summary.accounting = Accounting(requested=len(todo), prices=dict(work.prices))
@@ -172,12 +174,13 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
 
 def _default_work(rs: ResolvedSpec, store: Store, samples: int) -> Work:
     """The spec's own work: query synthesis for a `queries` spec, seed inputs (from files or specs) otherwise."""
-    if rs.spec.kind == "queries":
-        from mashbill.factory.synth import SynthWork
-
-        return SynthWork(rs, store)
+    if rs.spec.kind == "queries":  # the screen lives in validators, a layer above: the caller brings it
+        raise MashbillError(f"{rs.ref} is a queries spec: pass work=mashbill.validators.queries.synth_work(rs, "
+                            "store), as `mashbill generate` does")
     from mashbill.factory.seeds import spec_inputs
 
+    if rs.spec.kind == "preference" and samples == 1:  # a preference spec's records are its teacher samples
+        samples = rs.spec.curation.preference.samples_per_query
     return SpecWork(rs, spec_inputs(rs, store), samples=samples)
 
 

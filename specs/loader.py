@@ -138,7 +138,7 @@ def _decode_lines(path: Path) -> list[str]:
     return out
 
 
-def read_seed_rows(path: Path, fmt: str | None, split: str | None = None) -> list[dict]:
+def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header: bool = True) -> list[dict]:
     """Rows of a seed file (or local Hugging Face dataset folder) as dicts; errors name the file and row."""
     fmt = fmt or ("hf" if path.is_dir() else FORMATS.get(path.suffix))
     if fmt is None:
@@ -163,7 +163,11 @@ def read_seed_rows(path: Path, fmt: str | None, split: str | None = None) -> lis
         return rows
     if fmt in ("csv", "tsv"):
         lines = _decode_lines(path)
-        reader = csv.DictReader(lines, delimiter="\t" if fmt == "tsv" else ",")
+        # TSV exports (MGSM, many benchmarks) do not quote: a quote character is text there
+        opts = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {"delimiter": ","}
+        if not header:
+            return [{str(i): v for i, v in enumerate(row)} for row in csv.reader(lines, **opts) if row]
+        reader = csv.DictReader(lines, **opts)
         rows = []
         for row in reader:
             if None in row:  # more cells than header columns
@@ -224,7 +228,7 @@ def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: di
             p = _resolve_seed(spec_path, src.path, lines, i)
             files[f"seeds.{i}"] = _content_hash(p)
             file_paths[f"seeds.{i}"] = p
-            rows, where = read_seed_rows(p, src.format, src.split), str(p)
+            rows, where = read_seed_rows(p, src.format, src.split, src.header), str(p)
         for n, row in enumerate(rows[: src.limit] if src.limit else rows, 1):
             if src.columns:
                 missing = [col for col in src.columns.values() if col not in row]

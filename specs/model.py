@@ -116,8 +116,9 @@ class SeedSource(HashStable):
     source: str | None = None
     licence: str | None = None
     split: str | None = None  # hf: which split of a DatasetDict folder
+    header: bool = True  # csv/tsv: False names the columns by position ("0", "1", ...)
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("from_spec", "source", "licence", "split")
+    _added_fields: ClassVar[tuple[str, ...]] = ("from_spec", "source", "licence", "split", "header")
 
     @model_validator(mode="after")
     def _one_source(self):
