@@ -101,3 +101,26 @@ def test_an_unparseable_judge_is_a_stored_failure_that_the_next_run_retries(tmp_
     assert [r.status for r in judged] == ["accepted"] * 3
     # the fault server's answers score the minimum (1): below the threshold 2, a reject on each judged record
     assert rejects == len(recs) == 3
+
+
+def test_the_judge_command(tmp_path):
+    from tests.conftest import run_cli
+
+    server = FaultServer().start()
+    try:
+        judge = judge_section(teacher={"backend": "openai", "model": "fault-model", "base_url": server.url,
+                                       "sampling": {"temperature": 0.0, "max_tokens": 48}}, threshold=2)
+        spec = write_plan_spec(tmp_path / "lib", judge=judge)
+        with Store.open(tmp_path / "s") as store:
+            _store_plans(store, load_spec(spec))
+        proc = run_cli("judge", spec, "--store", tmp_path / "s", "--json", check=True)
+        pairs = run_cli("judge", spec, "--store", tmp_path / "s", "--pairs", "--json", check=True)
+        missing = run_cli("judge", write_plan_spec(tmp_path / "lib2"), "--store", tmp_path / "s")
+    finally:
+        server.stop()
+    import json
+
+    summary = json.loads(proc.stdout)
+    assert summary["spec"] == "tp.judge@1" and summary["accepted"] == 3 and summary["status"] == "completed"
+    assert json.loads(pairs.stdout)["requested"] == 0  # plan records have no sample groups to compare
+    assert missing.returncode == 2 and "no `judge:` section" in missing.stderr
