@@ -95,6 +95,16 @@ def plan_cells(rs: ResolvedSpec) -> list[Cell]:
     return cells
 
 
+def cell_inputs(rs: ResolvedSpec, cell: Cell, call: int) -> dict:
+    """The input of one synthesis call: its cell, the seeds shown (drawn per cell and call) and the count."""
+    syn = rs.spec.synthesis
+    rng = random.Random(f"{rs.spec.teacher.sampling.seed}:{cell.name}:{call}")
+    shown = rng.sample(cell.seeds, min(syn.shown, len(cell.seeds)))
+    return {"cell": cell.name, "call": call, "type": cell.type, "lang": cell.lang, "trap": cell.trap,
+            "rule": cell.type if cell.trap else None, "language": LANGUAGE_NAMES[cell.lang],
+            "n": syn.per_call, "cell_hint": cell.hint, "examples": "\n".join(f"- {q}" for q in shown)}
+
+
 def pool_items(store: Store, rs: ResolvedSpec) -> list[dict]:
     """The kept queries of a `queries` spec in the store, in a stable order (record id, then position)."""
     out = []
@@ -128,18 +138,10 @@ class SynthWork(Work):
         for call in range(max(per_cell.values(), default=0)):  # round-robin: every cell progresses together
             for name, cell in self.cells.items():
                 if call < per_cell[name]:
-                    inputs = self._inputs(cell, call)
+                    inputs = cell_inputs(self.rs, cell, call)
                     items.append((record_id(self.rs.hash, inputs), inputs))
         return [Job(rid, inputs, meta={"cell": inputs["cell"]}) for rid, inputs in
                 select_jobs(items, limit=limit, shard=shard)]
-
-    def _inputs(self, cell: Cell, call: int) -> dict:
-        syn = self.rs.spec.synthesis
-        rng = random.Random(f"{self.sampling['seed']}:{cell.name}:{call}")
-        shown = rng.sample(cell.seeds, min(syn.shown, len(cell.seeds)))
-        return {"cell": cell.name, "call": call, "type": cell.type, "lang": cell.lang, "trap": cell.trap,
-                "rule": cell.type if cell.trap else None, "language": LANGUAGE_NAMES[cell.lang],
-                "n": syn.per_call, "cell_hint": cell.hint, "examples": "\n".join(f"- {q}" for q in shown)}
 
     def wanted(self, job: Job) -> bool:
         cell = job.inputs["cell"]

@@ -80,7 +80,7 @@ def write_plan_spec(folder: Path, *, seeds: dict | list | None = None, judge: di
 def judge_section(**over) -> dict:
     return {
         "teacher": {"backend": "llama_cpp", "model": "embedded:smollm2-135m-instruct", "n_ctx": 1024,
-                    "sampling": {"temperature": 0.0, "max_tokens": 48}},
+                    "sampling": {"temperature": 0.0, "max_tokens": 120}},
         "rubric": "5: the plan routes every task right; 1: it is wrong.",
         "prompt": {"system": "Grade the plan. {{ rubric }} Answer JSON {\"score\": 1-5, \"rationale\": \"...\"}.",
                    "user": "Request: {{ query }}\nPlan: {{ output }}"},

@@ -63,11 +63,11 @@ def test_the_embedded_judge_scores_records_and_its_threshold_reaches_the_snapsho
     # threshold 6 is above every possible score: every scored record gets the judge's penalty
     assert sorted((p["record_id"], p["code"], p["severity"]) for p in penalties) == \
         sorted((rid, "JUDGE010", "penalty") for rid in scores)
+    assert scores, [r.raw for r in judged]  # constrained decoding: at least one judgment parses
     res = freeze(spec, store_path=store_path, name="judged", version="1", tokens=False)
-    if scores:
-        rows = pq.read_table(res.path / "judge.parquet").to_pylist()
-        assert {r["record_id"] for r in rows} == set(scores) and res.manifest["judge"]["scored"] == len(scores)
-        assert "judge.parquet" in res.manifest["files"]
+    rows = pq.read_table(res.path / "judge.parquet").to_pylist()
+    assert {r["record_id"] for r in rows} == set(scores) and res.manifest["judge"]["scored"] == len(scores)
+    assert "judge.parquet" in res.manifest["files"]
 
 
 def test_an_unparseable_judge_is_a_stored_failure_that_the_next_run_retries(tmp_path):
