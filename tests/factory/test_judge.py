@@ -4,6 +4,8 @@ verdicts on the judged records, which a snapshot honours and exports."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 from synth_specs import SEEDS, judge_section, write_plan_spec
 
@@ -118,9 +120,41 @@ def test_the_judge_command(tmp_path):
         missing = run_cli("judge", write_plan_spec(tmp_path / "lib2"), "--store", tmp_path / "s")
     finally:
         server.stop()
-    import json
-
     summary = json.loads(proc.stdout)
     assert summary["spec"] == "tp.judge@1" and summary["accepted"] == 3 and summary["status"] == "completed"
     assert json.loads(pairs.stdout)["requested"] == 0  # plan records have no sample groups to compare
     assert missing.returncode == 2 and "no `judge:` section" in missing.stderr
+
+
+def test_samples_and_pair_judging_run_through_the_generate_loop(tmp_path):
+    """n samples per query are records of the loop (seed + k, one prompt); the judge compares each two in both
+    orders, and a re-run asks for nothing."""
+    from mashbill.factory.generate import generate
+    from mashbill.specs.model import Runtime
+
+    server = FaultServer().start()
+    try:
+        teacher_cfg = {"backend": "openai", "model": "fault-model", "base_url": server.url,
+                       "sampling": {"temperature": 0.0, "max_tokens": 48}}
+        rs = load_spec(write_plan_spec(tmp_path / "lib", judge=judge_section(teacher=teacher_cfg)))
+        with Store.open(tmp_path / "s") as store:
+            teacher = make_teacher(rs.spec.judge.teacher, runtime=Runtime(max_retries=0))
+            try:
+                samples = generate(rs, store, teacher, samples=3, limit=2)
+                first = run_judge(rs, store, teacher, mode="pairs")
+                again = run_judge(rs, store, teacher, mode="pairs")
+            finally:
+                teacher.close()
+            recs = store.records(spec_hash=rs.hash)
+            pairs = store.sql("SELECT a, b FROM judge_pairs").to_pylist()
+    finally:
+        server.stop()
+    assert samples.requested == 6 and len(recs) == 6
+    groups = {}
+    for r in recs:
+        groups.setdefault(r.meta["group"], []).append((r.meta["sample"], r.meta["seed"], json.dumps(r.messages)))
+    assert len(groups) == 2 and all(sorted(m[0] for m in g) == [0, 1, 2] for g in groups.values())
+    assert all(len({m[2] for m in g}) == 1 for g in groups.values())  # one shared prompt per query
+    assert all(sorted(m[1] for m in g) == [0, 1, 2] for g in groups.values())  # seed + k
+    assert first.requested == 2 * 3 * 2 == len(pairs) and again.requested == 0  # 3 pairs per query, 2 orders
+    assert {(p["b"], p["a"]) for p in pairs} == {(p["a"], p["b"]) for p in pairs}
