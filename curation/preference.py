@@ -322,7 +322,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
         from mashbill.curation.judging import judge_pairs
 
         judge_pairs(rs, samples, judgments or [], out, seen)
-    for s in ("rule", "teacher", "human", "judge"):
+    for s in ("rule", "teacher", "human", *(["judge"] if "judge" in cfg.sources else [])):
         out.counts.setdefault(s, 0)
     return out
 
