@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 import click
@@ -13,13 +12,13 @@ from mashbill.cli._common import RunProgress, console, out, print_summary, sigte
 from mashbill.errors import MashbillError
 
 
-def parse_shard(value: str | None) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    m = re.fullmatch(r"(\d+)/(\d+)", value)
-    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
-        raise click.BadParameter(f"expected i/n with 0 <= i < n, found {value!r}")
-    return int(m.group(1)), int(m.group(2))
+def _shard(value: str | None) -> tuple[int, int] | None:
+    from mashbill.factory.shards import parse_shard
+
+    try:
+        return parse_shard(value, strict=True)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 class LiveProgress(RunProgress):
@@ -150,7 +149,7 @@ def command(spec, store_path, limit, shard, threads, grammar, base_url, concurre
     """
     sigterm_as_interrupt()
     try:
-        summary = run_generate(spec, store_path, limit=limit, shard=parse_shard(shard), threads=threads,
+        summary = run_generate(spec, store_path, limit=limit, shard=_shard(shard), threads=threads,
                                grammar=grammar, progress=not no_progress and not as_json,
                                args={"limit": limit, "shard": shard, "concurrency": concurrency},
                                base_url=base_url, concurrency=concurrency)

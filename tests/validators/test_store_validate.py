@@ -92,6 +92,7 @@ def test_spec_records(store_dir, tmp_path):
 
     # a rerun with the spec's own window replaces the earlier verdicts instead of adding to them
     res = _validate(store_dir, "--report", out)
+    assert res.exit_code == 1, res.output  # rule findings remain
     got2, events, _ = _stored(store_dir)
     assert not any(code.startswith("SPAN") for _, code in got2)
     assert {c for _, c in got} - {"SPAN002", "SPAN003"} == {c for _, c in got2}
@@ -100,6 +101,7 @@ def test_spec_records(store_dir, tmp_path):
 
     # --all includes the record rejected at generation (its output did not parse)
     res = _validate(store_dir, "--all", "--no-write", "--report", out)
+    assert res.exit_code == 1, res.output
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["records"] == 8 and report["counts"]["SCHEMA002"] == 1
     assert _stored(store_dir)[0] == got2  # --no-write left the store alone
