@@ -95,14 +95,19 @@ def test_an_unparseable_judge_is_a_stored_failure_that_the_next_run_retries(tmp_
             judged = store.records(spec_hash=judge_ref(rs, "score").hash)
             rejects = store.sql("SELECT count(*) n FROM verdicts WHERE stage = 'judge' AND severity = 'reject'"
                                 ).to_pylist()[0]["n"]
+            from mashbill.curation.select import select_records
+
+            sel = select_records(store, rs)
     finally:
         server.stop()
     assert first.failed == 3 and first.accepted == 0 and first.status == "completed"
     assert {c["code"]: c["n"] for c in codes} == {"PARSE001": 3, JUDGE_UNPARSEABLE: 3}
     assert second.requested == 3 and second.accepted == 3
     assert [r.status for r in judged] == ["accepted"] * 3
-    # the fault server's answers score the minimum (1): below the threshold 2, a reject on each judged record
+    # the fault server's answers score the minimum (1): below the threshold 2, a reject on each judged record,
+    # and a snapshot's selection leaves them out
     assert rejects == len(recs) == 3
+    assert not sel.candidates and sorted((x.stage, x.codes) for x in sel.excluded) == [("judge", ("JUDGE010",))] * 3
 
 
 def test_the_judge_command(tmp_path):
