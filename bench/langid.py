@@ -41,6 +41,11 @@ def corpus(dev: Path | None) -> list[tuple[str, str, str]]:
     rows += [("xquad_de", "de", q) for q in qs[:300]]
     conala = json.loads((dev / "conala" / "conala-test.json").read_text(encoding="utf-8"))
     rows += [("conala", "en", r.get("intent") or r.get("rewritten_intent")) for r in conala[:300] if r.get("intent")]
+    # short requests with unit names and loanwords, where n-gram statistics lean German (written for this bench)
+    rows += [("units", "en", q) for q in ("Convert 20 Celsius to Fahrenheit.", "Convert 5 Kelvin to Celsius",
+                                          "How many Newton is 3 kilogram-force?", "Calculate the Hertz of a 2 ms period")]
+    rows += [("units", "de", q) for q in ("Rechne 20 Grad Celsius in Fahrenheit um.", "Wie viel Kelvin sind 30 Grad?",
+                                          "Berechne die Frequenz in Hertz bei 2 ms Periode")]
     return rows
 
 
@@ -51,6 +56,12 @@ def detectors():
 
         pl.set_languages(["en", "de"])
         out["py3langid"] = lambda t: pl.classify(t)[0]
+    except ImportError:
+        pass
+    try:
+        from mashbill.validators.queries import detect_language
+
+        out["mashbill"] = detect_language  # py3langid + function words (what the synthesis screen uses)
     except ImportError:
         pass
     try:

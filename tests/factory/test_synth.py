@@ -68,6 +68,8 @@ def test_the_screen_drops_by_length_language_duplicates_and_holdout(tmp_path):
     screen = query_screen(rs)
     assert screen.check("Hi?", "en")[0] == "SYN001"
     assert screen.check("Wie viele Tage hat ein Schaltjahr im Februar?", "en")[0] == "SYN002"
+    assert screen.check("Convert 20 Celsius to Fahrenheit.", "de")[0] == "SYN002"  # function words decide
+    assert screen.check("Rechne 20 Grad Celsius in Fahrenheit um.", "en")[0] == "SYN002"
     assert screen.check("what is 1847 * 23 + 519", "en")[0] == "SYN003"  # a seed, after normalisation
     assert screen.check("What is 1847 * 23 + 519 now?", "en")[0] == "SYN005"  # near a seed
     leak = screen.check("Natalia sold clips to 48 of her friends in April, and then she sold half as many "
