@@ -64,6 +64,7 @@ class RunSummary:
     status: str = "running"
     stop_reason: str | None = None  # why a guard stopped the run (status aborted / aborted_preflight)
     not_needed: int = 0  # jobs the work no longer wanted when their turn came (a filled quota cell)
+    findings: dict = field(default_factory=dict)  # verdicts a work put on other records (the judge's threshold)
     accounting: Accounting | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
@@ -75,6 +76,8 @@ class RunSummary:
         d["reject_codes"] = dict(sorted(self.codes.items()))
         if self.stop_reason:
             d["stop_reason"] = self.stop_reason
+        if self.findings:
+            d["findings"] = dict(self.findings)
         if self.accounting is not None:
             snap = self.accounting.snapshot(self.wall_s or None)
             for k in ("calls", "retries", "errors", "probe_calls", "latency_s", "accept_rate", "records_per_s",

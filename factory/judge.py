@@ -168,5 +168,5 @@ def run_judge(rs: ResolvedSpec, store: Store, teacher, *, mode: str = "score", l
     summary = generate(rs, store, teacher, limit=limit, shard=shard, on_progress=on_progress, args=args,
                        work=work, batch_size=batch_size)
     if mode == "score" and summary.status == "completed":
-        summary.codes[f"{rs.spec.judge.code} (judged records)"] = apply_threshold(rs, store, summary.run_id)
+        summary.findings[rs.spec.judge.code] = apply_threshold(rs, store, summary.run_id)
     return summary

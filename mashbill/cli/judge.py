@@ -57,3 +57,5 @@ def command(spec, store_path, pairs, limit, threads, no_progress, as_json):
         out.print_json(json.dumps(summary.as_dict()))
     else:
         print_summary(summary)
+        for code, n in summary.findings.items():
+            out.print(f"{n} judged record(s) scored below judge.threshold: {code} ({rs.spec.judge.below})")
