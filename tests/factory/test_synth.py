@@ -158,7 +158,7 @@ def test_a_plan_spec_without_its_queries_in_the_store_says_so(tmp_path):
 def test_synthesis_with_the_embedded_model(tmp_path):
     """The real 135M teacher through the same loop: every call stored, every kept query screened and tagged."""
     spec = write_queries_spec(tmp_path, target=3, per_call=2, trap_share=0.34)
-    proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress", "--threads", "2", "--json",
+    proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress", "--threads", "1", "--json",
                    check=True)
     rs = load_spec(spec)
     with Store.open(tmp_path / "s") as s:
