@@ -8,8 +8,8 @@ Each check returns verdicts (``mashbill.factory.records.Verdict``) with a stable
   (``specs/library/shared/rules/moe-routing@1.yaml``) and ``routing.py``, one entry per rule.
 - ``SPAN001`` target partly cut, ``SPAN002`` fully cut, ``SPAN003`` prompt alone fills the window, ``SPAN004`` left
   truncation drops the start of the prompt, ``SPAN005`` the loss covers no token, ``SPAN006`` assistant turn not
-  found in the rendered chat, ``SPAN007`` the chat template refused the conversation, ``SPAN010`` a correction
-  sample's wrong turn is trained (``spans.py``).
+  found in the rendered chat, ``SPAN007`` the chat template refused the conversation, ``SPAN008`` an assistant turn is
+  empty or whitespace-only, ``SPAN010`` a correction sample's wrong turn is trained (``spans.py``).
 - ``DUP001`` exact duplicate, ``DUP002`` near duplicate (``dedup.py``); ``LEAK001`` matches a holdout or eval item
   (``leakage.py``); ``PII001``-``PII004`` e-mail, phone, IBAN, personal name (``pii.py``).
 - ``FMT001``-``FMT003`` unreadable, incomplete or foreign rows of an input file (``inputs.py``).
@@ -32,6 +32,7 @@ CODES: dict[str, tuple[str, str]] = {
     "SPAN005": ("reject", "the loss covers no token"),
     "SPAN006": ("reject", "assistant turn not found in the rendered chat"),
     "SPAN007": ("reject", "the chat template refused the conversation"),
+    "SPAN008": ("reject", "an assistant turn is empty or whitespace-only"),
     "SPAN010": ("reject", "a correction sample's wrong assistant turn is trained"),
     "DUP001": ("reject", "exact duplicate after normalisation"),
     "DUP002": ("penalty", "near duplicate (MinHash/LSH cluster member that is not kept)"),

@@ -171,7 +171,8 @@ def check_spans(rows: list[Row], opts: Options, report: Report) -> None:
             r.meta["margin"] = min(o.margin for o in outs)
     report.warnings.extend(engine.warnings)
     report.sections["span"] = {
-        **prof.describe(), "tokenizer_file": str(loaded.path), "examples": len(results),
+        **prof.describe(), "tokenizer_file": str(loaded.path), "tokenizer_source": loaded.facts,
+        "examples": len(results),
         "cut_policy": engine.policy.name, "cut_policy_reason": engine.policy.reason,
         "tokens": percentiles(totals), "target_tokens": percentiles(targets), "margin": percentiles(margins),
         "share_cut": round(cut / len(results), 6) if results else 0.0,

@@ -37,7 +37,8 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--redact-to", type=click.Path(dir_okay=False),
               help="File mode: also write a copy with e-mails, phone numbers, IBANs and names replaced.")
 @click.option("--audit-sample", type=click.IntRange(0), default=200, show_default=True,
-              help="Examples re-checked with a full render+tokenize; any mismatch fails the run.")
+              help="Examples (stratified by shape) re-checked with a full render+tokenize and a second tokenizer "
+                   "(llama.cpp's for a GGUF); any difference fails the run.")
 @click.option("--all", "include_all", is_flag=True, help="Spec mode: also records rejected at generation.")
 @click.option("--no-write", is_flag=True, help="Spec mode: do not write verdicts to the store.")
 @click.option("--no-spans", is_flag=True, help="Skip the token-span check.")
@@ -141,7 +142,7 @@ def _print(report, report_path) -> None:
         m = span["margin"]
         click.echo(f"  margin: p50 {m['p50']}  min {m['min']}   targets cut: "
                    f"{span['share_cut'] * 100:.1f}%   [{span['cut_policy']} cuts, audit "
-                   f"{span['audit']['audited']} ok]")
+                   f"{span['audit']['audited']} ok{_cross(span['audit'].get('cross_check'))}]")
     for sec, label in (("dedup", "duplicates"), ("leakage", "leakage"), ("pii", "personal data")):
         if sec in d:
             click.echo(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in d[sec].items() if not isinstance(v, list)))
@@ -168,6 +169,14 @@ def _print(report, report_path) -> None:
     verdict = "FAIL" if not d["ok"] else "ok"
     click.echo(f"{verdict}: {d['rejected_records']} of {d['records']} record(s) rejected"
                + (f"; report: {report_path}" if report_path else ""))
+
+
+def _cross(cross: dict | None) -> str:
+    if not cross:
+        return ""
+    if cross.get("tokenizer") is None:
+        return f", cross-check skipped: {cross.get('skipped')}"
+    return f", {cross['compared']} cross-checked with {cross['tokenizer']}"
 
 
 __all__ = ["command", "MashbillError"]

@@ -48,3 +48,10 @@ def smollm2():
     from mashbill.validators.tokenizer import load_tokenizer
 
     return load_tokenizer("embedded:smollm2-135m-instruct")
+
+
+@pytest.fixture(scope="session")
+def gpt2():
+    from mashbill.validators.tokenizer import load_tokenizer
+
+    return load_tokenizer(str(vocab("gpt-2")))
