@@ -6,7 +6,8 @@ Calibration: where reviewers decided (accept/reject) on records the judge scored
 
 from __future__ import annotations
 
-from mashbill.curation.rules import PlanChecker, failing_codes
+from mashbill.curation.rules import failing_codes
+from mashbill.validators.checker import RecordChecker
 from mashbill.factory.records import Record
 from mashbill.specs import ResolvedSpec
 
@@ -32,7 +33,7 @@ def calibration(rs: ResolvedSpec, records: list[Record], scores: dict[str, dict]
     kappa = cohen_kappa([passes[r] for r in both], [human[r] == "accept" for r in both])
     errors = []
     if rs.spec.kind in ("plan", "preference") and "rules" in rs.file_paths:
-        checker = PlanChecker(rs)
+        checker = RecordChecker.for_spec(rs)
         for rec in records:
             if passes.get(rec.id) and rec.output is not None:
                 codes = failing_codes(checker.check(rec.input, rec.output, rec.meta))

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from mashbill.curation.rules import PlanChecker, failing_codes, score
+from mashbill.curation.rules import failing_codes, score
+from mashbill.validators.checker import RecordChecker
 from mashbill.curation.select import Excluded, Selection
 from mashbill.errors import MashbillError
 from mashbill.factory.records import Record, Verdict
@@ -249,7 +250,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
     records, and teacher samples stored under the preference spec."""
     cfg = rs.spec.curation.preference
     src = src_sel.rs
-    checker = PlanChecker(src)
+    checker = RecordChecker.for_spec(src)
     if checker.ruleset is None:
         raise MashbillError(f"{src.path}: preference pairs for plans need a rule file (`rules:`)")
     codes = checker.rule_codes()
@@ -288,7 +289,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
             else:
                 out.add(pair, seen)  # the reviewer's correction is the human rejection of the original
     if "teacher" in cfg.sources:
-        pchecker = PlanChecker(rs)
+        pchecker = RecordChecker.for_spec(rs)
         groups: dict[str, list[tuple[Record, list[str], int]]] = {}
         for rec in samples:
             if int(rec.input.get("sample", 0)) >= cfg.samples_per_query:
@@ -337,7 +338,7 @@ def judge_pairs(rs: ResolvedSpec, samples: list[Record], judgments: list[dict], 
     """
     cfg = rs.spec.curation.preference
     by_id = {r.id: r for r in samples if r.status == "accepted" and r.output is not None}
-    checker = PlanChecker(rs)
+    checker = RecordChecker.for_spec(rs)
     hard = {rid: failing_codes(checker.check(r.input, r.output, r.meta)) for rid, r in by_id.items()}
     orders: dict[tuple[str, str], dict[str, float]] = {}
     for j in judgments:
@@ -420,7 +421,7 @@ def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | N
     cfg = rs.spec.curation.preference
     if rs.spec.kind != "preference":
         raise MashbillError(f"{rs.ref} is a {rs.spec.kind} spec; teacher samples are for preference specs")
-    checker = PlanChecker(rs)
+    checker = RecordChecker.for_spec(rs)
     summary = generate(rs, store, teacher, limit=limit, samples=cfg.samples_per_query, on_progress=on_progress,
                        args={"preference_samples": cfg.samples_per_query, "limit": limit})
     new = store.records(spec_hash=rs.hash, status="accepted")

@@ -1,7 +1,7 @@
 """Verify GGUF files on the snapshot's eval split: load each in llama-cpp-python, decode every eval prompt
 greedily under the spec's output schema, and score the answers the way the dataset was checked.
 
-Per file: schema-valid rate, rule-pass rate (the validators' own rules, through curation's PlanChecker),
+Per file: schema-valid rate, rule-pass rate (the validators' own rules, through the one record checker),
 exact match with the snapshot's target, tokens per second. Between files: how many answers differ and how
 many flip from right to wrong (or back), because two quantizations with the same accuracy can still
 disagree on which requests they get right.
@@ -28,10 +28,10 @@ def eval_rows(snapshot: Snapshot, limit: int | None = None) -> list[dict]:
 
 
 def _checker(snapshot: Snapshot):
-    from mashbill.curation.rules import PlanChecker
     from mashbill.specs import load_spec
+    from mashbill.validators.checker import RecordChecker
 
-    return PlanChecker(load_spec(snapshot.spec_path()))
+    return RecordChecker.for_spec(load_spec(snapshot.spec_path()))
 
 
 def _canonical(obj) -> str:

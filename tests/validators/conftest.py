@@ -26,7 +26,7 @@ def ruleset():
 def catalog():
     from mashbill.specs.loader import LIBRARY, load_catalog
 
-    return load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+    return load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
 
 
 @pytest.fixture(scope="session")
