@@ -373,6 +373,8 @@ def judge_pairs(rs: ResolvedSpec, samples: list[Record], judgments: list[dict], 
         elif hard[win] and not hard[lose]:
             notes["judge_errors"] += 1
             out.reject(pair, PREF_JUDGE_ERROR, f"the judge preferred a plan failing {hard[win]} over one that passes")
+        elif hard[win]:
+            out.reject(pair, PREF_CHOSEN_FAILS, f"both samples fail a rule; the preferred one fails {hard[win]}")
         else:
             out.add(pair, seen)
     for k, v in notes.items():

@@ -51,7 +51,9 @@ def test_judge_pairs_need_both_orders_to_agree_a_margin_and_no_hard_rule_failure
         kept = _store_samples(s, rs, "What is 1847 * 23 + 519?", [GOOD, WRONG])
         biased = _store_samples(s, rs, "What is the capital of Canada?", [general, other])
         small = _store_samples(s, rs, "Wer hat die Relativitätstheorie entwickelt?", [general, other])
-        error = _store_samples(s, rs, "What is 17.5% of 4,360?", [GOOD, WRONG])
+        good2 = [{"task": "Compute 17.5% of 4360", "category": "precision_tools", "mcp_tool": "calculate",
+                  "mcp_args": {"expression": "4360 * 0.175"}}]
+        error = _store_samples(s, rs, "What is 17.5% of 4,360?", [good2, WRONG])
         _judge(s, rs, kept[0], kept[1], 5, 2)  # GOOD first: GOOD +3
         _judge(s, rs, kept[1], kept[0], 2, 4)  # WRONG first: GOOD +2 -> kept, margin 2.5
         _judge(s, rs, biased[0], biased[1], 5, 3)  # whichever is shown first wins: position bias
