@@ -7,6 +7,13 @@
 2. `teacher`: two or more samples per query (different seeds) from the preference spec's teacher; a sample
    that passes every rule is `chosen`, one that fails a rule (so scores lower) is `rejected`.
 3. `human`: a reviewer's valid correction is `chosen`, the teacher's original output `rejected`.
+4. `judge`: the same teacher samples, ranked by the spec's judge (`mashbill judge --pairs`): every pair is
+   judged in both orders; a pair whose two verdicts disagree (position bias) is dropped and counted, so is
+   one whose mean score difference is below `min_judge_margin`; the judge preferring a sample that fails a
+   hard rule over one that passes is a judge error, counted and dropped.
+
+The teacher samples come from the one generate loop (`factory.generate` with `samples`): resume, shards,
+guards and accounting apply; this module only pairs what is stored.
 
 The checks: `chosen` passes every rule (no reject or penalty finding), `rejected` fails at least one or
 was rejected by a human, and `chosen` differs from `rejected`; identical pairs are removed. What fails a
@@ -22,15 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import jsonschema
-
 from mashbill.curation.rules import failing_codes, score
 from mashbill.validators.checker import RecordChecker
 from mashbill.curation.select import Excluded, Selection
 from mashbill.errors import MashbillError
-from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
+from mashbill.factory.records import Record, Verdict
 from mashbill.factory.store import Store
-from mashbill.specs import ResolvedSpec, canonical_json, load_spec, render_prompt
+from mashbill.specs import ResolvedSpec, canonical_json, load_spec
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +44,18 @@ PREF_REJECTED_PASSES = "PREF002"
 PREF_IDENTICAL = "PREF003"
 PREF_NOT_MINIMAL = "PREF004"
 PREF_NO_EDIT = "PREF005"
+PREF_JUDGE_INCONSISTENT = "PREF006"  # the two orders of a pair disagree (position bias)
+PREF_JUDGE_MARGIN = "PREF007"  # the judge's margin is below min_judge_margin
+PREF_JUDGE_ERROR = "PREF008"  # the judge preferred a sample that fails a hard rule over one that passes
+
+PREFERENCE_EDITS = ("precision-to-llm", "drop-legal-paragraph", "drop-research", "research-after-code",
+                    "break-tool-args", "drop-domain")
+DEFAULT_REVIEW_REQUEST = (
+    "Check the plan above against the routing rules: an exact computation goes to precision_tools with a "
+    "matching tool (PRECISION-FIRST); a cited paragraph of German law is fetched with legal_get_paragraph "
+    "before legal_advisor (LEGAL \u00a7-PATTERN); implementing a known game, algorithm, protocol or parser "
+    "starts with a research task before the code task (RESEARCH-BEFORE-CODE). Return the corrected plan, "
+    "or the same plan if it is already right.")
 
 # edit -> (the rule id it breaks, rule ids that may break with it because they test the same thing)
 EDIT_RULES = {
@@ -54,7 +71,7 @@ EDIT_RULES = {
 @dataclass(frozen=True)
 class Pair:
     pair_id: str
-    source: str  # rule | teacher | human
+    source: str  # rule | teacher | human | judge
     rule: str  # the edit, or the codes the rejected sample failed, or "human-rejected"
     record_id: str  # the record the chosen plan came from
     inputs: dict
@@ -75,6 +92,22 @@ class Pair:
 
 def pair_id(prompt, chosen_text: str, rejected_text: str) -> str:
     return hashlib.sha256(canonical_json([list(prompt), chosen_text, rejected_text]).encode()).hexdigest()
+
+
+def edits_of(rs: ResolvedSpec) -> list[str]:
+    """The spec's edits (default: all), each a name this module knows."""
+    edits = rs.spec.curation.preference.edits
+    if edits is None:
+        return list(PREFERENCE_EDITS)
+    unknown = sorted(set(edits) - set(PREFERENCE_EDITS))
+    if unknown:
+        raise MashbillError(f"{rs.path}: curation.preference.edits: unknown edit(s) {unknown}; known: "
+                            f"{', '.join(PREFERENCE_EDITS)}")
+    return list(edits)
+
+
+def review_request_of(rs: ResolvedSpec) -> str:
+    return rs.spec.curation.preference.review_request or DEFAULT_REVIEW_REQUEST
 
 
 def source_spec_of(rs: ResolvedSpec) -> ResolvedSpec:
@@ -211,7 +244,8 @@ def _make(source: str, rule: str, rec_id: str, inputs: dict, meta: dict, prompt,
                 chosen, rejected, tuple(codes))
 
 
-def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> PairBuild:
+def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
+                judgments: list[dict] | None = None) -> PairBuild:
     """All checked pairs of a preference spec: rule edits and human corrections of the source spec's selected
     records, and teacher samples stored under the preference spec."""
     cfg = rs.spec.curation.preference
@@ -226,7 +260,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> 
         for cand in src_sel.candidates:
             rec = cand.record
             chosen_findings = checker.check(rec.input, cand.output, rec.meta)
-            for edit in cfg.edits:
+            for edit in edits_of(rs):
                 rejected = apply_edit(edit, cand.output, src, rec.meta)
                 if rejected is None:
                     continue
@@ -285,9 +319,66 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> 
                     out.add(pair, seen)
         out.notes["teacher_queries_without_a_passing_sample"] = no_passing
         out.notes["teacher_queries"] = len(groups)
-    for s in ("rule", "teacher", "human"):
+    if "judge" in cfg.sources:
+        judge_pairs(rs, samples, judgments or [], out, seen)
+    for s in ("rule", "teacher", "human", *(["judge"] if "judge" in cfg.sources else [])):
         out.counts.setdefault(s, 0)
     return out
+
+
+def judge_pairs(rs: ResolvedSpec, samples: list[Record], judgments: list[dict], out: PairBuild,
+                seen: set[str]) -> None:
+    """Add the judge's pairs to `out`; count what was dropped and why.
+
+    Every two accepted samples x, y of one query were judged in both orders (`factory.judge`, mode pairs):
+    order 1 shows x first, order 2 shows y first. The pair is kept when both orders prefer the same sample
+    (otherwise PREF006: position bias), the mean difference of the two orders reaches `min_judge_margin`
+    (PREF007), and the preferred sample does not fail a hard rule that the other passes (PREF008, a judge
+    error).
+    """
+    cfg = rs.spec.curation.preference
+    by_id = {r.id: r for r in samples if r.status == "accepted" and r.output is not None}
+    checker = RecordChecker.for_spec(rs)
+    hard = {rid: failing_codes(checker.check(r.input, r.output, r.meta)) for rid, r in by_id.items()}
+    orders: dict[tuple[str, str], dict[str, float]] = {}
+    for j in judgments:
+        if j["a"] not in by_id or j["b"] not in by_id:
+            continue
+        if not isinstance(j["score_a"], (int, float)) or not isinstance(j["score_b"], (int, float)):
+            continue
+        key = tuple(sorted((j["a"], j["b"])))
+        x = key[0]
+        # the difference in favour of x, as seen in this order
+        diff = (j["score_a"] - j["score_b"]) if j["a"] == x else (j["score_b"] - j["score_a"])
+        orders.setdefault(key, {})["x_first" if j["a"] == x else "y_first"] = diff
+    notes = {"judge_pairs_judged": 0, "judge_inconsistent": 0, "judge_below_margin": 0, "judge_errors": 0,
+             "judge_single_order": 0}
+    for (x, y), d in sorted(orders.items()):
+        if len(d) < 2:
+            notes["judge_single_order"] += 1  # the other order is not judged (yet)
+            continue
+        notes["judge_pairs_judged"] += 1
+        d1, d2 = d["x_first"], d["y_first"]
+        win, lose = (x, y) if d1 + d2 > 0 else (y, x)
+        rw, rl = by_id[win], by_id[lose]
+        inputs = {k: v for k, v in rw.input.items() if k != "sample"}
+        pair = _make("judge", f"margin {abs(d1 + d2) / 2:g}", rw.id, inputs, rw.meta, rw.messages, rw.output,
+                     rl.output, hard[lose])
+        if (d1 > 0) != (d2 > 0) or d1 == 0 or d2 == 0:
+            notes["judge_inconsistent"] += 1
+            out.reject(pair, PREF_JUDGE_INCONSISTENT, f"the two orders disagree ({d1:+g} vs {d2:+g})")
+        elif abs(d1 + d2) / 2 < cfg.min_judge_margin:
+            notes["judge_below_margin"] += 1
+            out.reject(pair, PREF_JUDGE_MARGIN, f"margin {abs(d1 + d2) / 2:g} < {cfg.min_judge_margin:g}")
+        elif hard[win] and not hard[lose]:
+            notes["judge_errors"] += 1
+            out.reject(pair, PREF_JUDGE_ERROR, f"the judge preferred a plan failing {hard[win]} over one that passes")
+        elif hard[win]:
+            out.reject(pair, PREF_CHOSEN_FAILS, f"both samples fail a rule; the preferred one fails {hard[win]}")
+        else:
+            out.add(pair, seen)
+    for k, v in notes.items():
+        out.notes[k] = out.notes.get(k, 0) + v
 
 
 def correction_turns(pair: Pair, review_request: str) -> list[dict]:
@@ -320,83 +411,25 @@ class SampleSummary:
 
 
 def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | None = None,
-                      on_progress: Callable[[int], None] | None = None) -> SampleSummary:
-    """Ask the teacher for `samples_per_query` plans per seed query (the spec's teacher sampling, with seed
-    sampling.seed + k for sample k), store each as a record of the preference spec, check every one with the
-    rules and record that validation.
+                      on_progress: Callable | None = None) -> SampleSummary:
+    """Ask the teacher for `samples_per_query` plans per seed query through the generate loop (seed
+    sampling.seed + k for sample k; all samples of a query share one rendered prompt), then check every new
+    accepted sample with the rules and record that validation.
 
-    All samples of a query share one rendered prompt (framing and taxonomy), so they are comparable.
     Already stored samples are skipped; a re-run completes the work.
     """
-    from mashbill.factory.generate import parse_output, select_inputs
+    from mashbill.factory.generate import generate
 
     cfg = rs.spec.curation.preference
     if rs.spec.kind != "preference":
         raise MashbillError(f"{rs.ref} is a {rs.spec.kind} spec; teacher samples are for preference specs")
-    schema_validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
     checker = RecordChecker.for_spec(rs)
-    base = dict(rs.spec.teacher.sampling.model_dump())
-    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
-    done = store.finished_ids(rs.hash)
-    todo = []
-    for gid, inputs in select_inputs(rs, limit=limit):
-        prompt = render_prompt(rs, inputs, gid)
-        for k in range(cfg.samples_per_query):
-            sample_inputs = {**inputs, "sample": k}
-            rid = record_id(rs.hash, sample_inputs)
-            if rid in done:
-                continue
-            sampling = {**base, "seed": base["seed"] + k}
-            todo.append((rid, gid, k, sample_inputs, prompt, sampling))
-    info = teacher.info()
-    run_id = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash,
-                             kind=rs.spec.kind, backend=teacher.backend, model=teacher.model,
-                             model_sha256=info.get("sha256"), model_info=info, sampling=base,
-                             args={"preference_samples": cfg.samples_per_query, "limit": limit})
-    from mashbill.factory.teachers.base import TeacherRequest
-
-    schema = rs.output_schema if rs.spec.teacher.constrained else None
-    records, verdicts, calls, results = [], {}, [], {}
-    passing = failing = 0
-    by_id = {t[0]: t for t in todo}
-    requests = [TeacherRequest(rid, prompt.teacher_messages, schema, sampling)
-                for rid, gid, k, inp, prompt, sampling in todo]
-    status = "completed"
-    try:
-        for n, result in enumerate(teacher.generate(requests), 1):
-            rid, gid, k, inputs, prompt, sampling = by_id[result.request.record_id]
-            meta = {**prompt.meta(), "lang": inputs.get("lang"), "group": gid, "sample": k, "seed": sampling["seed"],
-                    "finish_reason": result.finish_reason}
-            if result.text is None:
-                rec = Record(rid, rs.spec.kind, inputs, None, None, ref, "failed", prompt.training_messages, meta)
-                vs = [Verdict("TEACHER001", "reject", (result.error or "")[:300])]
-            else:
-                output, vs = parse_output(result.text, result.finish_reason, schema_validator)
-                status_ = "rejected" if any(v.severity == "reject" for v in vs) else "accepted"
-                rec = Record(rid, rs.spec.kind, inputs, output, result.text, ref, status_, prompt.training_messages,
-                             meta)
-                if status_ == "accepted":
-                    found = checker.check(inputs, output, meta)
-                    results[rid] = found
-                    if failing_codes(found):
-                        failing += 1
-                    else:
-                        passing += 1
-            records.append(rec)
-            verdicts[rid] = vs
-            calls.extend(TeacherCall(rid, result.request.payload_hash, i + 1, teacher.backend, teacher.model,
-                                     a.latency_s, a.prompt_tokens, a.cached_tokens, a.completion_tokens,
-                                     a.finish_reason, a.error) for i, a in enumerate(result.attempts))
-            if on_progress:
-                on_progress(n)
-    except BaseException:
-        status = "interrupted"
-        raise
-    finally:
-        store.write_batch(run_id, records, verdicts, calls)
-        store.finish_run(run_id, status, {"requested": len(todo), "accepted": sum(r.status == "accepted" for r in records),
-                                          "rejected": sum(r.status == "rejected" for r in records),
-                                          "failed": sum(r.status == "failed" for r in records)})
+    summary = generate(rs, store, teacher, limit=limit, samples=cfg.samples_per_query, on_progress=on_progress,
+                       args={"preference_samples": cfg.samples_per_query, "limit": limit})
+    new = store.records(spec_hash=rs.hash, status="accepted")
+    covered = store.validated_ids(rs.hash)
+    results = {r.id: checker.check(r.input, r.output, r.meta) for r in new if r.id not in covered}
+    passing = sum(not failing_codes(vs) for vs in results.values())
     validation_id = None
     if results:
         counts: dict[str, int] = {}
@@ -405,7 +438,10 @@ def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | N
                 counts[v.code] = counts.get(v.code, 0) + 1
         validation_id = store.record_validation(spec_hash=rs.hash, source=f"curation.preference:{checker.engine}",
                                                 results=results, counts=counts)
-    return SampleSummary(run_id, len({t[1] for t in todo}), len(todo), len(records), passing, failing, validation_id)
+    stored = summary.accepted + summary.rejected + summary.failed
+    queries = summary.requested // cfg.samples_per_query if summary.requested else 0
+    return SampleSummary(summary.run_id, queries, summary.requested, stored, passing, len(results) - passing,
+                         validation_id)
 
 
 def source_path(rs: ResolvedSpec) -> Path | None:

@@ -224,7 +224,12 @@ def render_html(d: dict) -> str:
     if d.get("preference"):
         p = d["preference"]
         body.append(_figure("preference", "Preference pairs by source", bars(p["pairs"] and
-                            {k: p["pairs"].get(k, 0) for k in ("rule", "teacher", "human")}, "pairs by source")))
+                            {k: p["pairs"].get(k, 0) for k in ("rule", "teacher", "human", "judge")},
+                            "pairs by source")))
+    from mashbill.curation.report_synth_html import judge_html, synthesis_html
+
+    body += synthesis_html(d.get("synthesis") or [], _figure, grouped_bars, bars, histogram, _e)
+    body += judge_html(d.get("judge") or [], _figure, bars, _e)
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_e(d['title'])}</title><style>{CSS}</style></head><body>"
             + "".join(body) + f"<script>{SCRIPT}</script></body></html>")

@@ -45,7 +45,7 @@ def from_snapshot(path: Path) -> dict:
         "tokens": {"values": tokens, "max_seq_len": tp["max_seq_len"], "tokenizer": tp["tokenizer"]} if tokens else None,
         "verdicts": m["verdicts"], "rejects": m["rejects"]["by_code"], "below_quota": m["cells"]["below_quota"],
         "accept_rate": stats["accept_rate"], "latency": stats["latency"], "review": stats.get("review"),
-        "preference": m.get("preference"),
+        "preference": m.get("preference"), "judge": [m["judge"]] if m.get("judge") else [],
     }
 
 
@@ -62,6 +62,8 @@ def from_store(path: Path) -> dict:
         profiles: dict[tuple, tuple] = {}
         dims_used = None
         for name, version, shash, kind in specs:
+            if kind in ("judge", "judge_pair", "queries"):
+                continue  # judgments and synthesized queries have their own figures (report_synth)
             group = f"{name}@{version}"
             resolved = None
             try:
@@ -83,6 +85,9 @@ def from_store(path: Path) -> dict:
             cells[group] = dict(sorted(c.items()))
             langs[group] = dict(sorted(lg.items()))
         series = store_series(store, None, None)
+        from mashbill.curation.report_synth import judge_figures, synthesis_figures
+
+        synthesis, judge = synthesis_figures(store), judge_figures(store)
         verdicts = dict(store.con.execute("SELECT code, count(*) FROM verdicts GROUP BY code ORDER BY code").fetchall())
     tokens, max_len, tokenizer, sampled = [], None, None, False
     from mashbill.curation.tokens import token_lengths
@@ -109,4 +114,5 @@ def from_store(path: Path) -> dict:
                    if tokens else None),
         "verdicts": verdicts, "rejects": None, "below_quota": {}, "accept_rate": series["accept_rate"],
         "latency": series["latency"], "review": series["review"], "preference": None,
+        "synthesis": synthesis, "judge": judge,
     }

@@ -45,7 +45,7 @@ class Candidate:
 class Excluded:
     record_id: str
     spec: str
-    stage: str  # generate | validate | review | balance | preference
+    stage: str  # generate | validate | judge | review | balance | preference
     codes: tuple[str, ...]
     detail: str
     query: str | None
@@ -204,6 +204,10 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
             exclude("validate", codes, "; ".join(det for s, _, sev, det in vs if sev == "reject")[:300])
             if d.state == "accepted":
                 stats["accepted_but_invalid"] += 1
+            continue
+        judged = [c for s, c, sev, _ in vs if s == "judge" and sev == "reject"]
+        if judged and d.state != "accepted":  # a reviewer's accept outranks the judge
+            exclude("judge", judged, "; ".join(det for s, _, sev, det in vs if s == "judge")[:300])
             continue
         if d.state == "rejected":
             exclude("review", [REVIEW_REJECTED], "rejected by a reviewer")

@@ -227,6 +227,9 @@ def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str
                             "freeze under a new version")
     with Store.open(store_path, read_only=True) as store:
         built = _build(store, rs)
+        from mashbill.curation.judging import judge_export
+
+        built.judge = judge_export(store, rs, [e.record_id for e in built.examples])
         reviewed = built.review["reviewed"] or built.review["require_review"]
         stats = _run_stats(store, built.spec_hashes, built.review if reviewed else None)
         teacher = _teacher_facts(store, built.run_ids)
@@ -248,6 +251,7 @@ class Built:
     records_seen: int
     spec_hashes: list[str]
     dims: list[str]
+    judge: dict | None = None  # judge scores of the selected records (curation.judging.judge_export)
 
 
 def _build(store: Store, rs: ResolvedSpec) -> Built:
@@ -257,14 +261,15 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
         sel = select_records(store, rs)
         return Built(sft_examples(sel, dims), sel.excluded, sel.verdict_counts, sel.review, sel.run_ids,
                      sel.validation_ids, [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
-    from mashbill.curation.preference import (build_pairs, check_correction_loss, correction_turns, source_spec_of)
+    from mashbill.curation.preference import (build_pairs, check_correction_loss, correction_turns, edits_of,
+                                              review_request_of, source_spec_of)
 
     cfg = spec.curation.preference
     if cfg.correction_samples:
         check_correction_loss(rs)
     src = source_spec_of(rs)
     src_sel = select_records(store, src)
-    samples = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"] if "teacher" in cfg.sources else []
+    samples = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"] if {"teacher", "judge"} & set(cfg.sources) else []
     marks = {r[0] for r in store.con.execute(
         "SELECT DISTINCT record_id FROM record_validations WHERE record_id IN "
         "(SELECT record_id FROM records WHERE spec_hash = ?)", [rs.hash]).fetchall()}
@@ -272,7 +277,12 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
     if unvalidated:
         raise MashbillError(f"store {store.root}: {len(unvalidated)} teacher sample(s) of {rs.ref} were never "
                             f"checked by a validation run (first: {unvalidated[0][:16]}). Nothing was written.")
-    pb = build_pairs(rs, src_sel, samples)
+    judgments = []
+    if "judge" in cfg.sources:
+        from mashbill.factory.judge import pair_judgments
+
+        judgments = pair_judgments(store, rs)
+    pb = build_pairs(rs, src_sel, samples, judgments)
     examples: list[Example] = []
     for p in pb.pairs:
         labels = labels_of(dims, "preference", p.inputs, p.chosen, p.meta, p.source)
@@ -283,13 +293,13 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
             list(p.rejected_codes), inputs=p.inputs))
     corrections = 0
     if cfg.correction_samples:
-        order = {"human": 0, "rule": 1, "teacher": 2}
+        order = {"human": 0, "rule": 1, "teacher": 2, "judge": 3}
         first: dict[str, Example] = {}
         for ex, p in sorted(zip(examples, pb.pairs), key=lambda t: (order[t[1].source], t[0].key)):
             first.setdefault(p.record_id, ex)
         by_key = {p.pair_id: p for p in pb.pairs}
         for ex in sorted(first.values(), key=lambda e: e.key):
-            turns = correction_turns(by_key[ex.key], cfg.review_request)
+            turns = correction_turns(by_key[ex.key], review_request_of(rs))
             examples.append(Example(_key("correction", turns), ex.record_id, "correction", rs.ref, ex.source, ex.rule,
                                     ex.query, ex.lang, ex.labels, ex.cell, ex.class_labels, ex.prompt,
                                     ex.completion, ex.rejected, ex.rejected_codes, turns, [ex.key], ex.inputs))
@@ -306,7 +316,7 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
         "SELECT DISTINCT validation_id FROM record_validations WHERE record_id IN "
         "(SELECT record_id FROM records WHERE spec_hash = ?)", [rs.hash]).fetchall()] if samples else []
     pref = {"sources": cfg.sources, "pairs": dict(pb.counts), "correction_samples": corrections,
-            "edits": cfg.edits, "samples_per_query": cfg.samples_per_query, "source_spec": src.ref,
+            "edits": edits_of(rs), "samples_per_query": cfg.samples_per_query, "source_spec": src.ref,
             "rules_engine": pb.engine, "rejected_pairs": dict(Counter(e.codes[0] for e in pb.excluded)),
             **pb.notes}
     return Built(examples, src_sel.excluded + pb.excluded, dict(sorted(verdicts.items())), src_sel.review,
@@ -450,6 +460,8 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
         for s in SPLITS:
             _write_parquet(pa.Table.from_pylist(rows[s], schema=SCHEMA), tmp / "data" / f"{s}.parquet")
         _write_parquet(pa.Table.from_pylist(reject_rows, schema=REJECT_SCHEMA), tmp / "rejects.parquet")
+        if built.judge:
+            _write_parquet(pa.Table.from_pylist(built.judge["rows"]), tmp / "judge.parquet")
         spec_entries = _copy_specs(built.specs, tmp)
         (tmp / "stats.json").write_bytes(manifest_bytes(stats))
         from mashbill.curation.tokens import profile_facts
@@ -481,6 +493,7 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
                         "by_stage": dict(sorted(Counter(r["stage"] for r in reject_rows).items()))},
             "review": built.review,
             "preference": built.preference,
+            **({"judge": built.judge["summary"]} if built.judge else {}),
             "tokens": ({"counted": len(lens), "p50": _pct(lens, 50), "p95": _pct(lens, 95), "p99": _pct(lens, 99),
                         "max": lens[-1], "over_max_seq_len": sum(n > profile.max_seq_len for n in lens)}
                        if lens else None),

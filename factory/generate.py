@@ -10,6 +10,10 @@ Requests stream into the teacher lazily and results stream out in any order; eve
 backend) keeps `concurrency` requests in flight across batch boundaries; a crash loses at
 most the uncommitted results, which the next run simply asks for again. Guards
 (`mashbill.factory.guards`) watch the results and may stop the run after a committed batch.
+
+What a run works on is a `Work` (`mashbill.factory.work`): by default one record per seed input, or
+`samples` records per input (one teacher seed each, one shared prompt); query synthesis
+(`factory.synth`) and the judge (`factory.judge`) are other Works through this same loop.
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ from typing import Callable, Iterable, Sequence
 
 import jsonschema
 
+from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
-from mashbill.factory.shards import shard_of
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
+from mashbill.factory.work import Job, SpecWork, Work, select_jobs
 from mashbill.specs import ResolvedSpec, render_prompt
 
 log = logging.getLogger(__name__)
@@ -59,12 +64,14 @@ class RunSummary:
     status: str = "running"
     stop_reason: str | None = None  # why a guard stopped the run (status aborted / aborted_preflight)
     notes: list[str] = field(default_factory=list)
+    not_needed: int = 0  # jobs the work no longer wanted when their turn came (a filled quota cell)
+    findings: dict = field(default_factory=dict)  # verdicts a work put on other records (the judge's threshold)
     accounting: Accounting | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("run_id", "spec", "spec_hash", "store", "status", "selected", "skipped",
                                               "requested", "accepted", "rejected", "failed", "tokens_in",
-                                              "tokens_cached", "tokens_out")}
+                                              "tokens_cached", "tokens_out", "not_needed")}
         d["teacher_s"] = round(self.teacher_s, 3)
         d["wall_s"] = round(self.wall_s, 3)
         d["reject_codes"] = dict(sorted(self.codes.items()))
@@ -72,6 +79,8 @@ class RunSummary:
             d["stop_reason"] = self.stop_reason
         if self.notes:
             d["notes"] = list(self.notes)
+        if self.findings:
+            d["findings"] = dict(self.findings)
         if self.accounting is not None:
             snap = self.accounting.snapshot(self.wall_s or None)
             for k in ("calls", "retries", "errors", "probe_calls", "latency_s", "accept_rate", "records_per_s",
@@ -83,17 +92,7 @@ class RunSummary:
 def select_inputs(rs: ResolvedSpec, *, limit: int | None = None, shard: tuple[int, int] | None = None
                   ) -> list[tuple[str, dict]]:
     """(record id, input) in seed order, duplicates (same id) removed, then sharded, then limited."""
-    seen: set[str] = set()
-    out = []
-    for inputs in rs.seeds:
-        rid = record_id(rs.hash, inputs)
-        if rid in seen:
-            continue
-        seen.add(rid)
-        if shard is not None and shard_of(rid, shard[1]) != shard[0]:
-            continue
-        out.append((rid, inputs))
-    return out[:limit] if limit is not None else out
+    return select_jobs([(record_id(rs.hash, i), i) for i in rs.seeds], limit=limit, shard=shard)
 
 
 def parse_output(text: str | None, finish_reason: str | None, validator) -> tuple[object, list[Verdict]]:
@@ -121,35 +120,38 @@ def parse_output(text: str | None, finish_reason: str | None, validator) -> tupl
 def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | None = None,
              shard: tuple[int, int] | None = None, checks: Sequence[Check] = (), batch_size: int | None = None,
              on_progress: Callable[[RunSummary, int], None] | None = None, args: dict | None = None,
-             stop_after: Callable[[RunSummary], str | None] | None = None) -> RunSummary:
-    """Run the spec's pending inputs through the teacher and store every outcome."""
+             stop_after: Callable[[RunSummary], str | None] | None = None, samples: int = 1,
+             work: Work | None = None) -> RunSummary:
+    """Run the pending jobs of `work` (default: the spec's seed inputs, `samples` each) and store every outcome."""
     t0 = time.perf_counter()
     spec = rs.spec
-    selected = select_inputs(rs, limit=limit, shard=shard)
-    done = store.finished_ids(rs.hash)
-    todo = [(rid, inp) for rid, inp in selected if rid not in done]
+    if work is None:
+        work = _default_work(rs, store, samples)
+    jobs = work.jobs(limit=limit, shard=shard)
+    done = store.finished_ids(work.ref.hash)
+    todo = [job for job in jobs if job.rid not in done]
     info = teacher.info()
-    sampling = spec.teacher.sampling.model_dump()
-    run_id = store.begin_run(spec_name=spec.name, spec_version=spec.version, spec_hash=rs.hash, kind=spec.kind,
-                             backend=teacher.backend, model=teacher.model, model_sha256=info.get("sha256"),
-                             model_info=info, sampling=sampling,
-                             shard=f"{shard[0]}/{shard[1]}" if shard else None, args=args)
-    summary = RunSummary(run_id, spec.ref, rs.hash, str(store.root), selected=len(selected),
-                         skipped=len(selected) - len(todo), requested=len(todo))
+    sampling = work.sampling
+    run_id = store.begin_run(spec_name=work.ref.name, spec_version=work.ref.version, spec_hash=work.ref.hash,
+                             kind=work.kind, backend=teacher.backend, model=teacher.model,
+                             model_sha256=info.get("sha256"), model_info=info, sampling=sampling,
+                             shard=f"{shard[0]}/{shard[1]}" if shard else None,
+                             args={**(args or {}), "spec_path": str(rs.path)})  # lets a report find the spec
+    summary = RunSummary(run_id, f"{work.ref.name}@{work.ref.version}", work.ref.hash, str(store.root),
+                         selected=len(jobs), skipped=len(jobs) - len(todo), requested=len(todo))
     if store.reaped:
         summary.notes.append(f"{len(store.reaped)} earlier run(s) of this store were killed and are now marked "
                              "interrupted; their token and cost figures count committed batches only (the teacher "
                              "calls of the batch in progress were lost)")
-    acct = summary.accounting = Accounting(requested=len(todo), prices=dict(spec.teacher.prices))
+    acct = summary.accounting = Accounting(requested=len(todo), prices=dict(work.prices))
     ctx = _Context(rs, store, teacher, run_id, summary, acct, checks,
-                   jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema),
-                   SpecRef(spec.name, spec.version, rs.hash), rs.output_schema if spec.teacher.constrained else None,
-                   sampling)
+                   jsonschema.validators.validator_for(work.output_schema)(work.output_schema),
+                   work.ref, work.output_schema if work.constrained else None, sampling, work)
     status = "completed"
     try:
         if on_progress:
             on_progress(summary, 0)  # the run row exists from here on (the CLI arms its SIGTERM handler here)
-        if spec.guards.preflight.probes and todo:
+        if work.uses_probes and spec.guards.preflight.probes and todo:
             ok, rate = _probe_round(ctx, "preflight", spec.guards.preflight.min_pass_rate)
             if not ok:
                 status = "aborted_preflight"
@@ -175,7 +177,7 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
 
 def _finish(ctx: "_Context", status: str, t0: float) -> None:
     """Store the run's figures and status; a completed run's Parquet export is in place before it says so."""
-    summary, store, spec = ctx.summary, ctx.store, ctx.rs.spec
+    summary, store, ref = ctx.summary, ctx.store, ctx.work.ref
     summary.status = status
     summary.wall_s = time.perf_counter() - t0
     snap = ctx.acct.snapshot(summary.wall_s)
@@ -183,12 +185,24 @@ def _finish(ctx: "_Context", status: str, t0: float) -> None:
              "calls": snap["calls"], "retries": snap["retries"], "stats": snap}
     if status == "completed":
         try:
-            store.export_parquet(spec.name, spec.version, ctx.rs.hash)
+            store.export_parquet(ref.name, ref.version, ref.hash)
         except BaseException:
             summary.status = stats["status"] = "failed"
             store.finish_run(ctx.run_id, "failed", stats)
             raise
     store.finish_run(ctx.run_id, status, stats)
+
+
+def _default_work(rs: ResolvedSpec, store: Store, samples: int) -> Work:
+    """The spec's own work: query synthesis for a `queries` spec, seed inputs (from files or specs) otherwise."""
+    if rs.spec.kind == "queries":  # the screen lives in validators, a layer above: the caller brings it
+        raise MashbillError(f"{rs.ref} is a queries spec: pass work=mashbill.validators.queries.synth_work(rs, "
+                            "store), as `mashbill generate` does")
+    from mashbill.factory.seeds import spec_inputs
+
+    if rs.spec.kind == "preference" and samples == 1:  # a preference spec's records are its teacher samples
+        samples = rs.spec.curation.preference.samples_per_query
+    return SpecWork(rs, spec_inputs(rs, store), samples=samples)
 
 
 @dataclass
@@ -204,21 +218,26 @@ class _Context:
     ref: SpecRef
     schema: dict | None
     sampling: dict
+    work: Work
 
 
-def _bulk(ctx: _Context, todo: list[tuple[str, dict]], batch_size: int, on_progress, stop_after) -> str | None:
+def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_after) -> str | None:
     """Stream the pending inputs through the teacher; commit every batch; return why a guard stopped, if one did."""
     rs, store, summary, acct = ctx.rs, ctx.store, ctx.summary, ctx.acct
     guards = GuardSet(rs.spec.guards)
     every_s = rs.spec.runtime.progress_every_s
     last_progress = time.monotonic()
-    pending: dict[str, tuple[dict, object]] = {}
+    pending: dict[str, tuple[Job, object]] = {}
+    work = ctx.work
 
     def requests() -> Iterable[TeacherRequest]:
-        for rid, inputs in todo:  # rendered lazily: a pipelined teacher pulls only what it can send
-            prompt = render_prompt(rs, inputs, rid)
-            pending[rid] = (inputs, prompt)
-            yield TeacherRequest(rid, prompt.teacher_messages, ctx.schema, ctx.sampling)
+        for job in todo:  # rendered lazily: a pipelined teacher pulls only what it can send
+            if not work.wanted(job):
+                summary.not_needed += 1  # e.g. its quota cell filled meanwhile; a later run may still ask
+                continue
+            prompt = work.prompt(job)
+            pending[job.rid] = (job, prompt)
+            yield TeacherRequest(job.rid, prompt.teacher_messages, ctx.schema, work.job_sampling(job))
 
     results = iter(ctx.teacher.generate(requests()))
     try:
@@ -228,8 +247,8 @@ def _bulk(ctx: _Context, todo: list[tuple[str, dict]], batch_size: int, on_progr
                 return None
             records, verdicts, calls, events = [], {}, [], []
             for result in batch:
-                inputs, prompt = pending.pop(result.request.record_id)
-                rec, vs = _to_record(result, rs, ctx.ref, inputs, prompt, ctx.validator, ctx.checks)
+                job, prompt = pending.pop(result.request.record_id)
+                rec, vs = _to_record(result, work, ctx.ref, job, prompt, ctx.validator, ctx.checks)
                 records.append(rec)
                 verdicts[rec.id] = vs
                 calls.extend(_calls(result, ctx.teacher))
@@ -258,7 +277,7 @@ def _bulk(ctx: _Context, todo: list[tuple[str, dict]], batch_size: int, on_progr
                 time.sleep(pause)
                 half = guards.breaker.half_open()
                 store.add_event(ctx.run_id, half.kind, half.detail)
-            if guards.recheck_due(summary.accepted):
+            if work.uses_probes and guards.recheck_due(summary.accepted):
                 ok, rate = _probe_round(ctx, "probe_recheck", rs.spec.guards.probe_recheck.min_pass_rate)
                 if not ok:
                     return (f"probe re-check at {summary.accepted} accepted records: {rate:.0%} of the gold probes "
@@ -285,7 +304,8 @@ def _probe_round(ctx: _Context, kind: str, min_pass_rate: float) -> tuple[bool, 
     outcomes = [None] * len(probes)
     for result in ctx.teacher.generate(requests):
         i, probe, inputs, prompt = by_id[result.request.record_id]
-        rec, vs = _to_record(result, rs, ctx.ref, inputs, prompt, ctx.validator, ctx.checks)
+        rec, vs = _to_record(result, ctx.work, ctx.ref, Job(rid=result.request.record_id, inputs=inputs), prompt,
+                             ctx.validator, ctx.checks)
         ctx.acct.observe(result, None)
         passed, why = probe_verdict(probe, rec.status, rec.output, [v.code for v in vs if v.severity == "reject"])
         outcomes[i] = {"query": probe.query, "pass": passed, "why": why,
@@ -305,25 +325,26 @@ def _probe_round(ctx: _Context, kind: str, min_pass_rate: float) -> tuple[bool, 
     return ok, rate
 
 
-def _to_record(result: TeacherResult, rs: ResolvedSpec, ref: SpecRef, inputs: dict, prompt, validator,
+def _to_record(result: TeacherResult, work: Work, ref: SpecRef, job: Job, prompt, validator,
                checks: Sequence[Check]) -> tuple[Record, list[Verdict]]:
-    meta = {**prompt.meta(), "lang": inputs.get("lang"), "finish_reason": result.finish_reason}
+    inputs = job.inputs
+    meta = {**prompt.meta(), "lang": inputs.get("lang"), **job.meta, "finish_reason": result.finish_reason}
     if result.text is None:
         verdicts = [Verdict("TEACHER001", "reject", f"teacher failed after {len(result.attempts)} attempt(s): "
                                                     f"{(result.error or '')[:300]}")]
-        rec = Record(result.request.record_id, rs.spec.kind, inputs, None, None, ref, "failed",
+        rec = Record(result.request.record_id, work.kind, inputs, None, None, ref, "failed",
                      prompt.training_messages, meta)
         return rec, verdicts
     output, verdicts = parse_output(result.text, result.finish_reason, validator)
     status = "rejected" if any(v.severity == "reject" for v in verdicts) else "accepted"
-    rec = Record(result.request.record_id, rs.spec.kind, inputs, output, result.text, ref, status,
+    rec = Record(result.request.record_id, work.kind, inputs, output, result.text, ref, status,
                  prompt.training_messages, meta)
     if status == "accepted" and checks:
         for check in checks:
             verdicts.extend(check(rec))
         if any(v.severity == "reject" for v in verdicts):
             rec = Record(rec.id, rec.kind, rec.input, rec.output, rec.raw, ref, "rejected", rec.messages, rec.meta)
-    return rec, verdicts
+    return work.finish(rec, verdicts)
 
 
 def _calls(result: TeacherResult, teacher: Teacher) -> list[TeacherCall]:

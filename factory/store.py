@@ -244,6 +244,12 @@ class Store:
                                 [spec_hash]).fetchall()
         return {r[0] for r in rows}
 
+    def validated_ids(self, spec_hash: str) -> set[str]:
+        """Ids of this spec's records that some validation pass covered."""
+        rows = self.con.execute("SELECT DISTINCT record_id FROM record_validations WHERE record_id IN "
+                                "(SELECT record_id FROM records WHERE spec_hash = ?)", [spec_hash]).fetchall()
+        return {r[0] for r in rows}
+
     def write_batch(self, run_id: str, records: Sequence[Record], verdicts: dict[str, Sequence[Verdict]],
                     calls: Sequence[TeacherCall]) -> None:
         """Write records, their verdicts and teacher calls in one transaction (all or nothing)."""
@@ -308,6 +314,26 @@ class Store:
         self.con.execute("INSERT INTO verdicts SELECT * FROM _ver")
         self.con.unregister("_ver")
         return len(rows)
+
+    def replace_verdicts(self, stage: str, run_id: str, rows: Sequence[tuple[str, Verdict]],
+                         record_ids: Sequence[str]) -> None:
+        """Replace the `stage` verdicts of `record_ids` with `rows`, in one transaction (the judge's threshold)."""
+        con = self.con
+        con.execute("BEGIN")
+        try:
+            if record_ids:
+                con.register("_ids", pa.table({"record_id": list(record_ids)}))
+                con.execute("DELETE FROM verdicts WHERE stage = ? AND record_id IN (SELECT record_id FROM _ids)",
+                            [stage])
+                con.unregister("_ids")
+            if rows:
+                con.register("_ver", _verdict_table(list(rows), run_id, _now(), stage=stage))
+                con.execute("INSERT INTO verdicts SELECT * FROM _ver")
+                con.unregister("_ver")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
 
     def record_validation(self, *, spec_hash: str | None, source: str, results: dict[str, Sequence[Verdict]],
                           counts: dict, report: dict | None = None) -> str:

@@ -22,6 +22,10 @@ from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
 
 LIBRARY = Path(__file__).resolve().parent / "library"
 RUNTIME_VARS = {"query", "lang", "framing", "taxonomy", "tool_catalog", "output_schema"}
+# What a `queries` spec's prompt may use (factory.synth fills them per call) and what its queries carry.
+SYNTH_VARS = {"examples", "n", "cell_hint", "type", "trap", "rule", "language", "call"}
+QUERY_FIELDS = {"query", "lang", "type", "trap", "rule", "source", "licence", "lineage"}
+FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".json": "json"}
 
 
 def canonical_json(value: Any) -> str:
@@ -42,10 +46,11 @@ class ResolvedSpec:
     taxonomy: TaxonomyFile | None
     catalog: ToolCatalogFile | None
     output_schema: dict
-    seeds: tuple[dict, ...]
+    seeds: tuple[dict, ...]  # rows of file and inline sources; `from_spec` sources are read from a store
     files: dict[str, str]  # role -> sha256 of the referenced file's bytes
     file_paths: dict[str, Path] = field(default_factory=dict)
     hash: str = ""
+    seed_specs: tuple = ()  # (source index, ResolvedSpec) for each `seeds: {from_spec: ...}`
 
     @property
     def name(self) -> str:
@@ -62,7 +67,10 @@ class ResolvedSpec:
     def canonical(self) -> dict:
         # Runtime knobs change speed, guards decide whether a run goes on, curation settings change which
         # stored records a snapshot takes: none changes what the teacher produces, so none may change ids.
-        return {"spec": self.spec.model_dump(mode="json", exclude={"runtime", "curation", "guards"}), "files": self.files}
+        # The judge has its own hash (factory.judge); a synthesis target only says when to stop asking.
+        exclude = {"runtime": True, "curation": True, "guards": True, "judge": True, "synthesis": {"target"}}
+        files = {k: v for k, v in self.files.items() if not k.startswith("judge.")}
+        return {"spec": self.spec.model_dump(mode="json", exclude=exclude), "files": files}
 
 
 def _resolve(spec_path: Path, rel: str, lines, field_path: tuple) -> Path:
@@ -117,9 +125,9 @@ def load_output_schema(path: Path, spec_path: Path, lines) -> dict:
     return schema
 
 
-def read_seed_rows(path: Path, fmt: str | None) -> list[dict]:
-    """Rows of a seed file as dicts; errors name the file and row."""
-    fmt = fmt or {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".json": "json"}.get(path.suffix)
+def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header: bool = True) -> list[dict]:
+    """Rows of a seed file (or local Hugging Face dataset folder) as dicts; errors name the file and row."""
+    fmt = fmt or ("hf" if path.is_dir() else FORMATS.get(path.suffix))
     if fmt is None:
         raise SpecError(str(path), "cannot tell the seed format from the suffix; set 'format'")
     if fmt == "parquet":
@@ -130,12 +138,16 @@ def read_seed_rows(path: Path, fmt: str | None) -> list[dict]:
             return pq.read_table(path).to_pylist()
         except (pa.ArrowException, OSError) as exc:
             raise SpecError(str(path), f"not a readable Parquet file: {str(exc).splitlines()[0]}") from None
+    if fmt == "hf":
+        return _read_hf(path, split)
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise SpecError(str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})", line=line) from None
+        raise SpecError(str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start}); convert the file to UTF-8",
+                        line=line) from None
+    text = text.removeprefix("\ufeff")
     if fmt == "jsonl":
         rows = []
         for n, line in enumerate(text.split("\n"), 1):  # not splitlines: JSON strings may hold U+2028
@@ -157,19 +169,72 @@ def read_seed_rows(path: Path, fmt: str | None) -> list[dict]:
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise SpecError(str(path), "expected a JSON list of objects")
         return rows
-    return list(csv.DictReader(io.StringIO(text, newline="")))
+    # TSV exports (MGSM, many benchmarks) do not quote: a quote character is text there
+    opts = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {"delimiter": ","}
+    if not header:
+        return [{str(i): v for i, v in enumerate(row)} for row in csv.reader(io.StringIO(text, newline=""), **opts)
+                if row]
+    reader = csv.DictReader(io.StringIO(text, newline=""), **opts)
+    rows = []
+    for row in reader:
+        if None in row:  # more cells than header columns
+            raise SpecError(str(path), f"row has {len(row) - 1 + len(row[None])} cells, the header "
+                            f"{len(reader.fieldnames or [])}", line=reader.line_num)
+        rows.append(row)
+    return rows
 
 
-def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: dict) -> tuple[dict, ...]:
+def _read_hf(path: Path, split: str | None) -> list[dict]:
+    try:
+        from datasets import DatasetDict, load_from_disk
+    except ImportError:
+        raise SpecError(str(path), "local Hugging Face datasets need the `datasets` package "
+                        "(pip install 'mashbill[curation]')") from None
+    try:
+        ds = load_from_disk(str(path))
+    except (FileNotFoundError, ValueError) as exc:
+        raise SpecError(str(path), f"not a dataset saved with save_to_disk: {exc}") from None
+    if isinstance(ds, DatasetDict):
+        if split is None or split not in ds:
+            raise SpecError(str(path), f"a DatasetDict: set 'split' to one of {sorted(ds)}")
+        ds = ds[split]
+    return ds.to_list()
+
+
+def _seed_spec(spec_path: Path, ref: str, lines, i: int) -> "ResolvedSpec":
+    """The `queries` spec a `from_spec` seed source names: a path, or NAME@V beside this spec's kind folder."""
+    if ref.endswith((".yaml", ".yml")):
+        p = _resolve(spec_path, ref, lines, ("seeds", i, "from_spec"))
+    else:
+        root = spec_path.parent.parent
+        p = next((f for f in find_spec_files(root) if f.stem == ref or f.stem.partition("@")[0] == ref), None)
+        if p is None:
+            raise SpecError(str(spec_path), f"seeds.{i}.from_spec: no spec {ref} under {root}",
+                            line=line_for(lines, ("seeds", i, "from_spec")), field=f"seeds.{i}.from_spec")
+    src = load_spec(p)
+    if src.spec.kind != "queries":
+        raise SpecError(str(spec_path), f"seeds.{i}.from_spec: {src.ref} is a {src.spec.kind} spec; seeds come "
+                        "from a queries spec", line=line_for(lines, ("seeds", i, "from_spec")),
+                        field=f"seeds.{i}.from_spec")
+    return src
+
+
+def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: dict, seed_specs: list
+                 ) -> tuple[dict, ...]:
     out: list[dict] = []
     for i, src in enumerate(spec.seeds):
+        if src.from_spec is not None:
+            qs = _seed_spec(spec_path, src.from_spec, lines, i)
+            files[f"seeds.{i}"] = qs.hash  # lineage: a changed queries spec changes this spec's hash
+            seed_specs.append((i, qs))
+            continue
         if src.inline is not None:
             rows, where = src.inline, str(spec_path)
         else:
-            p = _resolve(spec_path, src.path, lines, ("seeds", i, "path"))
-            files[f"seeds.{i}"] = sha256_bytes(p.read_bytes())
+            p = _resolve_seed(spec_path, src.path, lines, i)
+            files[f"seeds.{i}"] = _content_hash(p)
             file_paths[f"seeds.{i}"] = p
-            rows, where = read_seed_rows(p, src.format), str(p)
+            rows, where = read_seed_rows(p, src.format, src.split, src.header), str(p)
         if not rows:
             # A spec with no inputs is a mistake (an empty or truncated export), not a run of zero records.
             raise SpecError(where, "no seed rows" + (" (the file is empty)" if src.inline is None else ""),
@@ -178,15 +243,38 @@ def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: di
             if src.columns:
                 missing = [col for col in src.columns.values() if col not in row]
                 if missing:
-                    raise SpecError(where, f"seed row {n} lacks column(s) {missing}", field=f"seeds.{i}.columns",
+                    raise SpecError(where, f"seed row {n} lacks column(s) {missing} (has {sorted(row)})",
+                                    field=f"seeds.{i}.columns",
                                     line=line_for(lines, ("seeds", i, "columns")) if where == str(spec_path) else None)
                 row = {ours: row[col] for ours, col in src.columns.items()}
             query = row.get("query")
             if not isinstance(query, str) or not query.strip():
                 raise SpecError(where, f"seed row {n} has no non-empty 'query' (map one with 'columns')",
                                 field=f"seeds.{i}")
-            out.append({k: v for k, v in row.items() if v is not None})
+            row = {k: v for k, v in row.items() if v is not None}
+            for key in ("source", "licence"):
+                if getattr(src, key) is not None:
+                    row.setdefault(key, getattr(src, key))
+            out.append(row)
     return tuple(out)
+
+
+def _resolve_seed(spec_path: Path, rel: str, lines, i: int) -> Path:
+    p = (spec_path.parent / rel).resolve()
+    if not p.exists():
+        raise SpecError(str(spec_path), f"referenced file not found: {rel} (looked at {p})",
+                        line=line_for(lines, ("seeds", i, "path")), field=f"seeds.{i}.path")
+    return p
+
+
+def _content_hash(p: Path) -> str:
+    """sha256 of a file, or of a folder's files (name and content) for a saved Hugging Face dataset."""
+    if p.is_file():
+        return sha256_bytes(p.read_bytes())
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file()):
+        h.update(f.relative_to(p).as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def load_spec(path: str | Path) -> ResolvedSpec:
@@ -220,9 +308,26 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         ref("chat_template", template, ("trainer_profile", "chat_template"))
     for i, h in enumerate(spec.holdout):
         ref(f"holdout.{i}", h, ("holdout", i))
-    seeds = _seed_inputs(spec, path, lines, files, file_paths)
+    seed_specs: list = []
+    seeds = _seed_inputs(spec, path, lines, files, file_paths, seed_specs)
+    if spec.judge is not None:
+        for role, rel, fp in (("judge.score_schema", spec.judge.score_schema, ("judge", "score_schema")),
+                              ("judge.pair_schema", spec.judge.pair_schema, ("judge", "pair_schema"))):
+            if rel:
+                load_output_schema(ref(role, rel, fp), path, lines)
+        for part, tpl, allowed in (("prompt", spec.judge.prompt, {"rubric", "query", "output"}),
+                                   ("pair_prompt", spec.judge.pair_prompt, {"rubric", "query", "output_a", "output_b"})):
+            for side in ("system", "user") if tpl else ():
+                bad = sorted(set(PLACEHOLDER_RE.findall(getattr(tpl, side))) - allowed)
+                if bad:
+                    raise SpecError(str(path), f"judge template uses {bad}; it may use {sorted(allowed)}",
+                                    line=line_for(lines, ("judge", part, side)), field=f"judge.{part}.{side}")
 
     known = set(prompt_file.blocks) | RUNTIME_VARS | {k for row in seeds for k in row}
+    if seed_specs:
+        known |= QUERY_FIELDS
+    if spec.kind == "queries":
+        known |= SYNTH_VARS
     if not spec.prompt.framings:
         known.discard("framing")
     if taxonomy is None:
@@ -238,7 +343,8 @@ def load_spec(path: str | Path) -> ResolvedSpec:
                                     f"{spec.prompt.file} nor a known variable ({', '.join(sorted(known))})",
                                     line=line_for(lines, ("prompt", side, part)), field=f"prompt.{side}.{part}")
 
-    resolved = ResolvedSpec(spec, path, prompt_file, taxonomy, catalog, schema, seeds, files, file_paths)
+    resolved = ResolvedSpec(spec, path, prompt_file, taxonomy, catalog, schema, seeds, files, file_paths,
+                            seed_specs=tuple(seed_specs))
     digest = sha256_bytes(canonical_json(resolved.canonical()).encode())
     object.__setattr__(resolved, "hash", digest)
     return resolved

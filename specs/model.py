@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-KINDS = ("complexity", "routing", "plan", "template", "preference", "outcome")
+KINDS = ("complexity", "routing", "plan", "template", "preference", "outcome", "queries")
 NAME_RE = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
@@ -101,19 +101,29 @@ class ToolCatalogFile(Strict):
 # ---------------------------------------------------------------- the spec
 
 
-class SeedSource(Strict):
-    """Seeds inline, or from a JSONL/CSV/Parquet file with a column mapping (our field -> source column)."""
+class SeedSource(HashStable):
+    """Seeds inline, from a file (JSONL/JSON/CSV/TSV/Parquet, or a local Hugging Face dataset folder saved with
+    `save_to_disk`) with a column mapping (our field -> source column), or the accepted queries of a `queries`
+    spec (`from_spec: NAME@V`, read from the store at generate time, each with its lineage)."""
 
     path: str | None = None
-    format: Literal["jsonl", "csv", "parquet", "json"] | None = None
+    format: Literal["jsonl", "csv", "tsv", "parquet", "json", "hf"] | None = None
     columns: dict[str, str] = {}
     inline: list[dict[str, Any]] | None = None
+    from_spec: str | None = None
     limit: int | None = Field(None, ge=1)
+    # Provenance stamped on every row of this source unless a column gives it per row.
+    source: str | None = None
+    licence: str | None = None
+    split: str | None = None  # hf: which split of a DatasetDict folder
+    header: bool = True  # csv/tsv: False names the columns by position ("0", "1", ...)
+
+    _added_fields: ClassVar[tuple[str, ...]] = ("from_spec", "source", "licence", "split", "header")
 
     @model_validator(mode="after")
     def _one_source(self):
-        if (self.path is None) == (self.inline is None):
-            raise ValueError("give exactly one of 'path' or 'inline'")
+        if sum(x is not None for x in (self.path, self.inline, self.from_spec)) != 1:
+            raise ValueError("give exactly one of 'path', 'inline' or 'from_spec'")
         return self
 
 
@@ -274,16 +284,6 @@ class Guards(Strict):
 
 # ---------------------------------------------------------------- curation (snapshots)
 
-PREFERENCE_EDITS = ("precision-to-llm", "drop-legal-paragraph", "drop-research", "research-after-code",
-                    "break-tool-args", "drop-domain")
-DEFAULT_REVIEW_REQUEST = (
-    "Check the plan above against the routing rules: an exact computation goes to precision_tools with a "
-    "matching tool (PRECISION-FIRST); a cited paragraph of German law is fetched with legal_get_paragraph "
-    "before legal_advisor (LEGAL \u00a7-PATTERN); implementing a known game, algorithm, protocol or parser "
-    "starts with a research task before the code task (RESEARCH-BEFORE-CODE). Return the corrected plan, "
-    "or the same plan if it is already right.")
-
-
 class Splits(Strict):
     """Shares of train/eval/test; groups of near duplicates always land on one side."""
 
@@ -317,19 +317,13 @@ class PreferenceSources(Strict):
     """Where a preference spec's (DPO) pairs come from; each pair records its source."""
 
     source_spec: str | None = None  # the spec whose records give chosen plans (path relative to this spec)
-    sources: list[Literal["rule", "teacher", "human"]] = ["rule", "teacher", "human"]
-    edits: list[str] = list(PREFERENCE_EDITS)  # rule-derived minimal edits to apply
+    sources: list[Literal["rule", "teacher", "human", "judge"]] = ["rule", "teacher", "human"]
+    # Rule-derived minimal edits to apply (None: all that curation knows; names are checked there).
+    edits: list[str] | None = None
     samples_per_query: int = Field(2, ge=2)  # teacher samples per query (seeds teacher.sampling.seed + k)
     correction_samples: bool = False  # also emit multi-turn (wrong plan, review request, corrected plan) samples
-    review_request: str = DEFAULT_REVIEW_REQUEST
-
-    @field_validator("edits")
-    @classmethod
-    def _known_edits(cls, v: list[str]):
-        unknown = sorted(set(v) - set(PREFERENCE_EDITS))
-        if unknown:
-            raise ValueError(f"unknown edit(s) {unknown}; known: {', '.join(PREFERENCE_EDITS)}")
-        return v
+    review_request: str | None = None  # None: curation's default review request
+    min_judge_margin: float = Field(1.0, ge=0)  # judge pairs: mean score difference over both orders
 
 
 class Curation(Strict):
@@ -341,6 +335,56 @@ class Curation(Strict):
     near_duplicate_threshold: float = Field(0.8, gt=0, le=1)  # Jaccard on query shingles for split groups
     quotas: Quotas = Quotas()
     preference: PreferenceSources = PreferenceSources()
+
+
+# ---------------------------------------------------------------- query synthesis and the judge
+
+
+class TrapRule(Strict):
+    """Trap queries that probe one routing boundary: example seeds of `types`, and what the trap should do."""
+
+    types: list[str] = Field(min_length=1)
+    hint: str = Field(min_length=1)
+
+
+class SynthFilters(Strict):
+    min_chars: int = Field(12, ge=1)
+    max_chars: int = Field(400, ge=1)
+    language: bool = True  # the detected language (py3langid, EN/DE) must be the cell's
+    near_duplicate_threshold: float = Field(0.7, gt=0, le=1)  # Jaccard on character 5-grams
+
+
+class Synthesis(Strict):
+    """Grow seeds into new queries, per cell (type x language x trap) to a quota, through the generate loop.
+
+    Each teacher call shows `shown` seeds of one cell and asks for `per_call` new queries. The pool's
+    `target` is split over the cells: `trap_share` of it over the trap cells (trap rule x language), the
+    rest evenly over the (type, language) cells the seeds have. A cell stops once its quota is met.
+    """
+
+    target: int = Field(500, ge=1)
+    per_call: int = Field(8, ge=1, le=32)
+    shown: int = Field(6, ge=1)
+    trap_share: float = Field(0.15, ge=0, lt=1)
+    traps: dict[str, TrapRule] = {}
+    min_seeds_per_cell: int = Field(1, ge=1)
+    calls_per_quota: float = Field(3.0, ge=1)  # a cell gets up to ceil(quota / per_call * this) calls
+    filters: SynthFilters = SynthFilters()
+    type_hints: dict[str, str] = {}  # type -> a line shown to the teacher for that cell
+
+
+class Judge(Strict):
+    """A second teacher that scores accepted records (rubric -> score + rationale) and ranks sample pairs."""
+
+    teacher: TeacherSpec = TeacherSpec()
+    prompt: MessageTemplates  # {{ rubric }}, {{ query }}, {{ output }}
+    pair_prompt: MessageTemplates | None = None  # {{ rubric }}, {{ query }}, {{ output_a }}, {{ output_b }}
+    rubric: str = Field(min_length=1)
+    score_schema: str  # JSON Schema file: an object with an integer `score` and a string `rationale`
+    pair_schema: str | None = None  # an object with `score_a`, `score_b` and `rationale`
+    threshold: float | None = None  # a score below it is a finding
+    below: Literal["penalty", "reject"] = "penalty"
+    code: str = Field("JUDGE010", pattern=r"^[A-Z]+[0-9]{3}$")
 
 
 class OutcomeModel(Strict):
@@ -369,7 +413,7 @@ class OutcomeSettings(Strict):
 class Spec(HashStable):
     name: str = Field(pattern=NAME_RE)
     version: int = Field(ge=1)
-    kind: Literal["complexity", "routing", "plan", "template", "preference", "outcome"]
+    kind: Literal["complexity", "routing", "plan", "template", "preference", "outcome", "queries"]
     description: str = ""
     changelog: list[str] = []
     languages: list[str] = ["en", "de"]
@@ -386,13 +430,21 @@ class Spec(HashStable):
     guards: Guards = Guards()
     curation: Curation = Curation()
     outcome: OutcomeSettings | None = None  # kind outcome: the models run over the same queries
+    synthesis: Synthesis | None = None  # kind queries: how new queries are grown from the seeds
+    judge: Judge | None = None  # a second teacher that scores accepted records and ranks samples
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome")
+    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge")
 
     @model_validator(mode="after")
     def _outcome_models(self):
         if (self.kind == "outcome") != (self.outcome is not None):
             raise ValueError("an 'outcome' section is required for kind outcome, and only allowed there")
+        return self
+
+    @model_validator(mode="after")
+    def _synthesis_for_queries(self):
+        if (self.kind == "queries") != (self.synthesis is not None):
+            raise ValueError("a queries spec needs a 'synthesis' section, and only a queries spec may have one")
         return self
 
     @field_validator("prompt")

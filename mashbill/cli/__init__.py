@@ -31,6 +31,7 @@ SUBCOMMANDS = {
     "snapshot": "snapshot",
     "report": "report",
     "review": "review",
+    "judge": "judge",
     "codes": "codes",
     "router": "router",
 }

@@ -114,6 +114,11 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
 
     summaries = []
     with Store.open(store_path) as store:
+        work = None
+        if rs.spec.kind == "queries":  # query synthesis: the screen (length, language, dedup, holdout) decides
+            from mashbill.validators.queries import synth_work
+
+            work, checks = synth_work(rs, store), []
         # an outcome spec runs each of its models through the same loop (its view adds the model to every input)
         for model_name, view in model_views(rs):
             teacher = make_teacher(view.spec.teacher, **teacher_kwargs(view, threads=threads, grammar=grammar,
@@ -129,7 +134,7 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
                         bar(summary, advanced)
 
                     summaries.append(generate(view, store, teacher, limit=limit, shard=shard, checks=checks,
-                                              on_progress=on_progress, args=args))
+                                              on_progress=on_progress, args=args, work=work))
             finally:
                 teacher.close()
             if summaries[-1].status != "completed":

@@ -73,12 +73,17 @@ def show(name, show_prompt):
     out.print(f"trainer profile: {s.trainer_profile.model_dump()}")
     table = Table("role", "file", "sha256")
     for role, digest in rs.files.items():
-        table.add_row(role, str(rs.file_paths[role]), digest[:16])
+        table.add_row(role, str(rs.file_paths.get(role, "(a queries spec, read from the store)")), digest[:16])
     out.print(table)
-    if show_prompt and rs.seeds:
+    example = rs.seeds[0] if rs.seeds else None
+    if s.kind == "queries":  # a synthesis call's input: the first cell's first call
+        from mashbill.factory.synth import cell_inputs, plan_cells
+
+        example = cell_inputs(rs, plan_cells(rs)[0], 0)
+    if show_prompt and example is not None:
         from mashbill.factory.records import record_id
 
-        p = render_prompt(rs, rs.seeds[0], record_id(rs.hash, rs.seeds[0]))
+        p = render_prompt(rs, example, record_id(rs.hash, example))
         for label, msgs in (("teacher", p.teacher_messages), ("training", p.training_messages)):
             for m in msgs:
                 out.rule(f"{label} / {m['role']}")

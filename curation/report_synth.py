@@ -1,0 +1,137 @@
+"""Report figures for query synthesis (diversity, quotas, filters) and the judge (scores, pairs, calibration).
+
+Diversity of a queries spec's pool: kept queries per cell against the quota, distinct-1/distinct-2 (unique
+word uni-/bigrams over all of them), the nearest-neighbour cosine distance of each pooled query to the seeds
+(all-MiniLM-L6-v2, `curation.minilm`; absent when the model package is not installed), the filter codes
+and the holdout hits (re-checked here against the spec's holdout files, the same check as validation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from mashbill.factory.store import Store
+from mashbill.specs import ResolvedSpec, find_spec, load_spec
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+SCREEN_CODES = ("SYN001", "SYN002", "SYN003", "SYN004", "SYN005", "SYN006", "LEAK001")
+DUP_CODES = ("SYN003", "SYN004", "SYN005")
+
+
+def distinct_n(texts: list[str], n: int) -> float:
+    """Unique word n-grams / all word n-grams over the texts (lower-cased); 0.0 for none."""
+    grams: list[tuple[str, ...]] = []
+    for t in texts:
+        words = _WORD.findall(t.casefold())
+        grams += [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 0.0
+
+
+def _resolver(store: Store):
+    """(name, version, hash) -> the spec: the path its runs recorded, else the library; None if neither matches."""
+    paths: dict[str, list[str]] = {}
+    for shash, path in store.con.execute(
+            "SELECT DISTINCT spec_hash, json_extract_string(args, '$.spec_path') FROM runs "
+            "WHERE args IS NOT NULL").fetchall():
+        if path:
+            paths.setdefault(shash, []).append(path)
+
+    def resolve(name: str, version: int, shash: str) -> ResolvedSpec | None:
+        for cand in [*paths.get(shash, []), f"{name}@{version}"]:
+            try:
+                rs = load_spec(cand if cand.endswith(".yaml") else find_spec(cand))
+            except Exception:  # moved, edited or not in this library
+                continue
+            if rs.hash == shash:
+                return rs
+        return None
+
+    return resolve
+
+
+def synthesis_figures(store: Store, resolve=None) -> list[dict]:
+    resolve = resolve or _resolver(store)
+    from mashbill.curation import minilm
+    from mashbill.factory.synth import plan_cells, pool_items
+    from mashbill.validators.queries import holdout_hits, holdout_items
+
+    out = []
+    for name, version, shash in store.con.execute(
+            "SELECT DISTINCT spec_name, spec_version, spec_hash FROM records WHERE kind = 'queries' ORDER BY ALL"
+    ).fetchall():
+        rs = resolve(name, version, shash)
+        if rs is None:
+            continue
+        items = pool_items(store, rs)
+        texts = [i["query"] for i in items]
+        quotas = {c.name: c.quota for c in plan_cells(rs)}
+        kept = Counter(i["cell"] for i in items)
+        codes = dict(store.con.execute(
+            "SELECT code, count(*) FROM verdicts WHERE record_id IN (SELECT record_id FROM records WHERE "
+            "spec_hash = ?) GROUP BY code ORDER BY code", [shash]).fetchall())
+        calls = store.con.execute("SELECT count(*) FROM records WHERE spec_hash = ?", [shash]).fetchone()[0]
+        dropped = sum(n for c, n in codes.items() if c in SCREEN_CODES)
+        dist = minilm.nearest_distance(texts, [r["query"] for r in rs.seeds])
+        out.append({
+            "spec": rs.ref, "queries": len(texts), "target": rs.spec.synthesis.target, "calls": calls,
+            "cells": {c: {"kept": kept.get(c, 0), "quota": q} for c, q in sorted(quotas.items())},
+            "cells_met": sum(kept.get(c, 0) >= q for c, q in quotas.items()), "cells_total": len(quotas),
+            "traps": sum(bool(i.get("trap")) for i in items),
+            "langs": dict(sorted(Counter(i["lang"] for i in items).items())),
+            "distinct1": round(distinct_n(texts, 1), 4), "distinct2": round(distinct_n(texts, 2), 4),
+            "seed_distinct2": round(distinct_n([r["query"] for r in rs.seeds], 2), 4),
+            "nn_distance": dist, "filter_codes": codes, "offered": len(texts) + dropped,
+            "dup_share": round(sum(codes.get(c, 0) for c in DUP_CODES) / max(1, len(texts) + dropped), 4),
+            "holdout_hits": holdout_hits(texts, holdout_items(rs)),
+        })
+    return out
+
+
+def _human_decisions(store: Store, ids: list[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    rows = store.con.execute(
+        "SELECT record_id, arg_max(decision, coalesce(responded_at, pulled_at)) FROM review_decisions "
+        "WHERE status = 'submitted' AND decision IS NOT NULL GROUP BY record_id").fetchall()
+    wanted = set(ids)
+    return {r: d for r, d in rows if r in wanted}
+
+
+def judge_figures(store: Store, resolve=None) -> list[dict]:
+    resolve = resolve or _resolver(store)
+    from mashbill.curation.judging import calibration
+    from mashbill.factory.judge import judge_scores, pair_judgments
+
+    out = []
+    for name, version, shash in store.con.execute(
+            "SELECT DISTINCT spec_name, spec_version, spec_hash FROM records "
+            "WHERE kind NOT IN ('judge', 'judge_pair', 'queries') ORDER BY ALL").fetchall():
+        rs = resolve(name, version, shash)
+        if rs is None or rs.spec.judge is None:
+            continue
+        scores = judge_scores(store, rs)
+        pairs = pair_judgments(store, rs)
+        if not scores and not pairs:
+            continue
+        failed = store.con.execute("SELECT count(*) FROM records WHERE spec_name = ? AND status = 'failed' AND "
+                                   "kind IN ('judge', 'judge_pair')", [f"{name}.judge"]).fetchone()[0]
+        records = store.records(spec_hash=shash, status="accepted")
+        cal = calibration(rs, records, scores, _human_decisions(store, list(scores)))
+        both: dict[tuple, list[float]] = {}
+        for j in pairs:
+            if isinstance(j["score_a"], (int, float)) and isinstance(j["score_b"], (int, float)):
+                x = min(j["a"], j["b"])
+                both.setdefault(tuple(sorted((j["a"], j["b"]))), []).append(
+                    (j["score_a"] - j["score_b"]) * (1 if j["a"] == x else -1))
+        judged = [d for d in both.values() if len(d) == 2]
+        consistent = sum((d[0] > 0 and d[1] > 0) or (d[0] < 0 and d[1] < 0) for d in judged)
+        out.append({"spec": rs.ref, "judge_model": rs.spec.judge.teacher.model, "scored": len(scores),
+                    "failed_judgments": failed,
+                    "scores": dict(sorted(Counter(str(s["score"]) for s in scores.values()).items())),
+                    "below_threshold": sum(isinstance(s["score"], (int, float)) and rs.spec.judge.threshold is not None
+                                           and s["score"] < rs.spec.judge.threshold for s in scores.values()),
+                    "pairs_judged_both_orders": len(judged), "pairs_consistent": consistent,
+                    "pairs_inconsistent": len(judged) - consistent, **{k: cal[k] for k in
+                    ("threshold", "with_human_decision", "kappa", "judge_errors", "judge_error_examples")}})
+    return out

@@ -1,0 +1,176 @@
+"""Query synthesis: a `queries` spec grows its seed queries into new ones, cell by cell, through the generate loop.
+
+A cell is (type, language, trap): plain cells are the (type, language) pairs the seeds have; trap cells
+are (trap rule, language) for every rule in `synthesis.traps`, shown seeds of the rule's types and told
+which boundary to probe. The pool target is split over the cells (`trap_share` to the trap cells) and
+every cell gets up to ceil(quota / per_call * calls_per_quota) jobs; a job is one teacher call showing
+`shown` seeds of its cell and asking for `per_call` new queries. Jobs go round-robin over the cells and a
+job whose cell is already full is not sent, so a run stops asking once every quota is met.
+
+Each answered call is one record. Its output keeps only the queries that pass the screen (length,
+language, exact and near duplicates of the seeds and the pool, holdout leakage; `validators.queries`)
+and fit the cell's quota, each tagged with its cell, trap rule and lineage; every dropped query is a
+`flag` verdict with its code, and a call that adds nothing is rejected (`SYN000`). Resume rebuilds the
+pool and the cell counts from the stored records, so a killed run goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+from mashbill.errors import SpecError
+from mashbill.factory.records import Record, SpecRef, Verdict, record_id
+from mashbill.factory.store import Store
+from mashbill.factory.work import Job, Work, select_jobs
+from mashbill.specs import ResolvedSpec
+
+LANGUAGE_NAMES = {"en": "English", "de": "German"}
+
+SYN_NOTHING_NEW = "SYN000"
+SYN_CELL_FULL = "SYN006"
+
+
+class Screen(Protocol):
+    """Decides whether a new query may join the pool (`validators.queries.QueryScreen`)."""
+
+    def check(self, text: str, lang: str) -> tuple[str, str] | None:
+        """(code, detail) when the query must be dropped, None when it may be kept."""
+
+    def add(self, text: str) -> None:
+        """Remember a kept query (later ones are checked against it)."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    type: str  # the seed type, or the trap rule for a trap cell
+    lang: str
+    trap: bool
+    quota: int
+    seeds: tuple[str, ...]
+    hint: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.type}/{self.lang}/{'trap' if self.trap else 'plain'}"
+
+
+def _split(total: int, names: list[str]) -> dict[str, int]:
+    base, extra = divmod(total, len(names)) if names else (0, 0)
+    return {n: base + (i < extra) for i, n in enumerate(sorted(names))}
+
+
+def plan_cells(rs: ResolvedSpec) -> list[Cell]:
+    """The cells and their quotas. A cell whose quota can never fill is an error before any teacher call."""
+    syn = rs.spec.synthesis
+    langs = [lang for lang in rs.spec.languages if lang in LANGUAGE_NAMES] or ["en"]
+    by_cell: dict[tuple[str, str], list[str]] = {}
+    for row in rs.seeds:
+        if row.get("lang") in langs:
+            by_cell.setdefault((str(row.get("type") or "general"), row["lang"]), []).append(row["query"])
+    trap_total = round(syn.target * syn.trap_share) if syn.traps else 0
+    plain = {f"{t}/{lang}/plain": (t, lang) for t, lang in by_cell}
+    traps = {f"{rule}/{lang}/trap": (rule, lang) for rule in syn.traps for lang in langs}
+    quotas = {**_split(syn.target - trap_total, list(plain)), **_split(trap_total, list(traps))}
+    cells, problems = [], []
+    for name, (t, lang) in sorted({**plain, **traps}.items()):
+        trap = name in traps
+        if trap:
+            rule = syn.traps[t]
+            seeds = [r["query"] for r in rs.seeds if r.get("lang") == lang and r.get("type") in rule.types]
+            hint = rule.hint
+        else:
+            seeds = by_cell[(t, lang)]
+            hint = syn.type_hints.get(t, f"requests of the type '{t}'")
+        if len(seeds) < syn.min_seeds_per_cell:
+            problems.append(f"{name} has {len(seeds)} seed(s), synthesis.min_seeds_per_cell is "
+                            f"{syn.min_seeds_per_cell}")
+        if quotas[name] > 0:
+            cells.append(Cell(t, lang, trap, quotas[name], tuple(dict.fromkeys(seeds)), hint))
+    if problems:
+        raise SpecError(str(rs.path), "quota can never fill: " + "; ".join(problems) + ". Add seeds, lower "
+                        "min_seeds_per_cell or drop the trap rule; no teacher call was made", field="synthesis")
+    return cells
+
+
+def cell_inputs(rs: ResolvedSpec, cell: Cell, call: int) -> dict:
+    """The input of one synthesis call: its cell, the seeds shown (drawn per cell and call) and the count."""
+    syn = rs.spec.synthesis
+    rng = random.Random(f"{rs.spec.teacher.sampling.seed}:{cell.name}:{call}")
+    shown = rng.sample(cell.seeds, min(syn.shown, len(cell.seeds)))
+    return {"cell": cell.name, "call": call, "type": cell.type, "lang": cell.lang, "trap": cell.trap,
+            "rule": cell.type if cell.trap else None, "language": LANGUAGE_NAMES[cell.lang],
+            "n": syn.per_call, "cell_hint": cell.hint, "examples": "\n".join(f"- {q}" for q in shown)}
+
+
+def pool_items(store: Store, rs: ResolvedSpec) -> list[dict]:
+    """The kept queries of a `queries` spec in the store, in a stable order (record id, then position)."""
+    out = []
+    for rec in store.records(spec_hash=rs.hash, status="accepted"):
+        for item in (rec.output or {}).get("queries", []):
+            out.append(item)
+    return out
+
+
+class SynthWork(Work):
+    """The jobs of a queries spec; `finish` screens each call's queries and keeps what fits the quotas."""
+
+    def __init__(self, rs: ResolvedSpec, store: Store, screen: Screen):
+        super().__init__(rs, SpecRef(rs.spec.name, rs.spec.version, rs.hash), "queries")
+        self.cells = {c.name: c for c in plan_cells(rs)}
+        self.screen = screen
+        self.kept: dict[str, int] = {name: 0 for name in self.cells}
+        for item in pool_items(store, rs):  # resume: the pool and the counts come from the store
+            screen.add(item["query"])
+            if item.get("cell") in self.kept:
+                self.kept[item["cell"]] += 1
+
+    @property
+    def full(self) -> bool:
+        return all(self.kept[n] >= c.quota for n, c in self.cells.items())
+
+    def jobs(self, *, limit=None, shard=None) -> list[Job]:
+        syn = self.rs.spec.synthesis
+        per_cell = {n: math.ceil(c.quota / syn.per_call * syn.calls_per_quota) for n, c in self.cells.items()}
+        items = []
+        for call in range(max(per_cell.values(), default=0)):  # round-robin: every cell progresses together
+            for name, cell in self.cells.items():
+                if call < per_cell[name]:
+                    inputs = cell_inputs(self.rs, cell, call)
+                    items.append((record_id(self.rs.hash, inputs), inputs))
+        return [Job(rid, inputs, meta={"cell": inputs["cell"]}) for rid, inputs in
+                select_jobs(items, limit=limit, shard=shard)]
+
+    def wanted(self, job: Job) -> bool:
+        cell = job.inputs["cell"]
+        return self.kept[cell] < self.cells[cell].quota
+
+    def finish(self, rec: Record, verdicts: list[Verdict]) -> tuple[Record, list[Verdict]]:
+        if rec.status != "accepted":
+            return rec, verdicts
+        inp = rec.input
+        cell = self.cells[inp["cell"]]
+        kept = []
+        for i, item in enumerate(rec.output.get("queries", [])):
+            text = " ".join(str(item.get("query", "")).split())
+            found = self.screen.check(text, cell.lang)
+            if found is None and self.kept[cell.name] >= cell.quota:
+                found = (SYN_CELL_FULL, f"cell {cell.name} already holds its quota of {cell.quota}")
+            if found is not None:
+                code, detail = found
+                verdicts.append(Verdict(code, "flag", f"query {i + 1} {text[:80]!r}: {detail}"))
+                continue
+            self.screen.add(text)
+            self.kept[cell.name] += 1
+            kept.append({"query": text, "lang": cell.lang, "type": None if cell.trap else cell.type,
+                         "trap": cell.trap, "rule": inp["rule"], "cell": cell.name,
+                         "source": f"synth:{self.ref.name}@{self.ref.version}",
+                         "lineage": {"record_id": rec.id, "position": i}})
+        output = {"queries": kept}
+        status = rec.status
+        if not kept:
+            status = "rejected"
+            verdicts.append(Verdict(SYN_NOTHING_NEW, "reject", "no query of this call survived the filters"))
+        return Record(rec.id, rec.kind, rec.input, output, rec.raw, rec.spec, status, rec.messages, rec.meta), verdicts

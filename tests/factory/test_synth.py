@@ -1,0 +1,176 @@
+"""Query synthesis: cells and quotas, trap tagging, the screen, the one generate loop, kill -9 and resume,
+and a plan spec that consumes the pool (`seeds: {from_spec: ...}`) with lineage.
+
+The deterministic teacher is our fault server on 127.0.0.1 (openai backend): each call's answer follows
+the schema and a hash of the request, so a call adds one new query (its items repeat within a call).
+One test runs the real embedded SmolLM2 on a tiny target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from synth_specs import SEEDS, write_plan_spec, write_queries_spec
+
+from mashbill.errors import SpecError
+from mashbill.factory.records import Record, SpecRef
+from mashbill.factory.seeds import spec_inputs
+from mashbill.factory.store import Store
+from mashbill.factory.synth import SynthWork, plan_cells, pool_items
+from mashbill.specs import load_spec
+from mashbill.validators.queries import QueryScreen, holdout_hits, holdout_items, query_screen
+from tests.conftest import MASHBILL, run_cli
+from tests.teachers.fault_server import FaultServer
+
+
+def _openai(server) -> dict:
+    return {"backend": "openai", "model": "fault-model", "base_url": server.url,
+            "sampling": {"temperature": 0.0, "max_tokens": 64, "seed": 1}}
+
+
+@pytest.fixture
+def server():
+    s = FaultServer().start()
+    yield s
+    s.stop()
+
+
+def test_cells_split_the_target_with_a_trap_share_and_tag_traps(tmp_path):
+    rs = load_spec(write_queries_spec(tmp_path, target=20, trap_share=0.25))
+    cells = {c.name: c for c in plan_cells(rs)}
+    assert sum(c.quota for c in cells.values()) == 20
+    traps = [c for c in cells.values() if c.trap]
+    assert [c.name for c in traps] == ["precision-first/en/trap"] and traps[0].quota == 5
+    # the trap cell shows seeds of its rule's types; plain cells are the seeds' (type, language) pairs
+    assert set(traps[0].seeds) == {s["query"] for s in SEEDS if s["type"] in ("arithmetic", "percentage")}
+    plain = sorted(c.name for c in cells.values() if not c.trap)
+    assert plain == ["arithmetic/en/plain", "creative/en/plain", "general/en/plain", "percentage/en/plain"]
+    assert sorted(c.quota for c in cells.values() if not c.trap) == [3, 4, 4, 4]
+
+
+def test_a_quota_that_can_never_fill_is_reported_before_any_teacher_call(tmp_path, server):
+    spec = write_queries_spec(tmp_path, min_seeds=2, teacher=_openai(server))
+    proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress")
+    assert proc.returncode == 2, proc.stderr
+    assert "quota can never fill" in proc.stderr and "creative/en/plain has 1 seed(s)" in proc.stderr
+    assert str(spec) in proc.stderr and "Traceback" not in proc.stderr
+    assert not [k for k, _, _ in server.log if k], "no teacher call may be made"
+
+
+def test_the_screen_drops_by_length_language_duplicates_and_holdout(tmp_path):
+    rs = load_spec(write_queries_spec(tmp_path, holdout=["Natalia sold clips to 48 of her friends in April, and "
+                                                         "then she sold half as many clips in May."]))
+    screen = query_screen(rs)
+    assert screen.check("Hi?", "en")[0] == "SYN001"
+    assert screen.check("Wie viele Tage hat ein Schaltjahr im Februar?", "en")[0] == "SYN002"
+    assert screen.check("Convert 20 Celsius to Fahrenheit.", "de")[0] == "SYN002"  # function words decide
+    assert screen.check("Rechne 20 Grad Celsius in Fahrenheit um.", "en")[0] == "SYN002"
+    assert screen.check("what is 1847 * 23 + 519", "en")[0] == "SYN003"  # a seed, after normalisation
+    assert screen.check("What is 1847 * 23 + 519 now?", "en")[0] == "SYN005"  # near a seed
+    leak = screen.check("Natalia sold clips to 48 of her friends in April, and then she sold half as many "
+                        "clips in May!", "en")
+    assert leak[0] == "LEAK001" and "holdout.jsonl" in leak[1]
+    fresh = "How many seconds are there in a leap year?"
+    assert screen.check(fresh, "en") is None
+    screen.add(fresh)
+    assert screen.check("how many seconds are there in a leap year", "en")[0] == "SYN004"
+    assert holdout_hits([fresh, "natalia sold clips to 48 of her friends in april and then she sold half as many "
+                                "clips in may"], holdout_items(rs)) == 1
+
+
+def test_finish_keeps_only_what_fits_the_quota_and_tags_it(tmp_path):
+    rs = load_spec(write_queries_spec(tmp_path, target=4, trap_share=0.25))
+    with Store.open(tmp_path / "s") as store:
+        work = SynthWork(rs, store, QueryScreen([s["query"] for s in SEEDS], [], rs.spec.synthesis.filters))
+    trap_job = next(j for j in work.jobs() if j.inputs["trap"])
+    assert trap_job.inputs["rule"] == "precision-first" and work.wanted(trap_job)
+    out = {"queries": [{"query": "My router shows 3 of 12 ports busy, what share is that in percent?", "lang": "en"},
+                       {"query": "A server has 640 GB of disk and uses 37.5% of it; how many GB are free?",
+                        "lang": "en"}]}
+    rec = Record(trap_job.rid, "queries", trap_job.inputs, out, "{}", work.ref, "accepted", ())
+    kept, verdicts = work.finish(rec, [])
+    [item] = kept.output["queries"]  # the trap cell's quota is 1 of the target 4
+    assert item["trap"] is True and item["rule"] == "precision-first" and item["cell"] == "precision-first/en/trap"
+    assert item["lineage"] == {"record_id": rec.id, "position": 0}
+    assert [(v.code, v.severity) for v in verdicts] == [("SYN006", "flag")]
+    assert not work.wanted(trap_job)
+
+
+def _wait_for(predicate, what: str, timeout: float = 300):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_synthesis_resumes_after_kill_9_fills_quotas_and_feeds_a_plan_spec(tmp_path):
+    server = FaultServer(delay_s=0.05).start()
+    try:
+        spec = write_queries_spec(tmp_path / "lib" / "queries", target=10, per_call=2, teacher=_openai(server))
+        store = tmp_path / "store"
+        args = [*MASHBILL, "generate", str(spec), "--store", str(store), "--no-progress"]
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # kill once the teacher has answered a few calls (progress seen by the server, not a timer)
+        _wait_for(lambda: len([k for k, _, _ in server.log if k]) >= 3 or proc.poll() is not None, "teacher calls")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        run_cli("generate", spec, "--store", store, "--no-progress", check=True)
+        again = run_cli("generate", spec, "--store", store, "--no-progress", "--json", check=True)
+    finally:
+        server.stop()
+    rs = load_spec(spec)
+    with Store.open(store) as s:
+        items = pool_items(s, rs)
+        ids = s.sql("SELECT count(*) n, count(DISTINCT record_id) d FROM records").to_pylist()[0]
+        cells = {c.name: c.quota for c in plan_cells(rs)}
+        counted = {name: sum(i["cell"] == name for i in items) for name in cells}
+        view = s.sql("SELECT count(*) n, count(*) FILTER (WHERE trap) t FROM synth_queries").to_pylist()[0]
+        plan = load_spec(write_plan_spec(tmp_path / "lib" / "plan", seeds={"from_spec": "tq@1"}))
+        inputs = spec_inputs(plan, s)
+    assert ids["n"] == ids["d"]  # nothing stored twice across the kill
+    assert counted == cells and len(items) == 10  # every cell at its quota, no more
+    assert len({i["query"] for i in items}) == 10 and holdout_hits([i["query"] for i in items], holdout_items(rs)) == 0
+    assert view == {"n": 10, "t": cells["precision-first/en/trap"]}
+    summary = json.loads(again.stdout)
+    assert summary["accepted"] + summary["rejected"] == 0 and summary["not_needed"] == summary["requested"]
+    # the plan spec consumes the pool, each input with its lineage and trap tag
+    assert [i["query"] for i in inputs] == [i["query"] for i in items]
+    assert all(i["lineage"]["spec"] == "tq@1" and i["lineage"]["spec_hash"] == rs.hash for i in inputs)
+    assert sum(bool(i.get("trap")) for i in inputs) == cells["precision-first/en/trap"]
+    assert plan.files["seeds.0"] == rs.hash  # the queries spec's hash is part of the plan spec's hash
+
+
+def test_a_plan_spec_without_its_queries_in_the_store_says_so(tmp_path):
+    write_queries_spec(tmp_path / "lib" / "queries")
+    plan = load_spec(write_plan_spec(tmp_path / "lib" / "plan", seeds={"from_spec": "tq@1"}))
+    with Store.open(tmp_path / "s") as s, pytest.raises(Exception, match="no accepted queries"):
+        spec_inputs(plan, s)
+    with pytest.raises(SpecError, match="from_spec: no spec nope@1"):
+        load_spec(write_plan_spec(tmp_path / "lib" / "plan", seeds={"from_spec": "nope@1"}, name="tp2"))
+
+
+def test_synthesis_with_the_embedded_model(tmp_path):
+    """The real 135M teacher through the same loop: every call stored, every kept query screened and tagged."""
+    spec = write_queries_spec(tmp_path, target=3, per_call=2, trap_share=0.34)
+    proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress", "--threads", "1", "--json",
+                   check=True)
+    rs = load_spec(spec)
+    with Store.open(tmp_path / "s") as s:
+        recs = s.records(spec_hash=rs.hash)
+        items = pool_items(s, rs)
+        codes = {r[0] for r in s.con.execute("SELECT code FROM verdicts").fetchall()}
+    assert recs and '"status": "completed"' in proc.stdout
+    assert all(r.raw is not None for r in recs)
+    screen = QueryScreen([x["query"] for x in SEEDS], holdout_items(rs), rs.spec.synthesis.filters)
+    for item in items:  # what was kept passes the screen on its own and carries its cell
+        assert screen.check(item["query"], "en") is None
+        screen.add(item["query"])
+        assert item["cell"] in {c.name for c in plan_cells(rs)}
+    assert codes <= {"SYN000", "SYN001", "SYN002", "SYN003", "SYN004", "SYN005", "SYN006", "LEAK001", "PARSE001",
+                     "SCHEMA001", "TRUNC001"}
