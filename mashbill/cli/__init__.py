@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "snapshot": "snapshot",
     "report": "report",
     "review": "review",
+    "train": "train",
 }
 
 
