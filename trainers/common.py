@@ -11,7 +11,7 @@ def common_args(cfg, placement, work: Path, *, max_steps: int, epochs: float) ->
         output_dir=str(work / "checkpoints"), max_steps=max_steps, num_train_epochs=epochs,
         per_device_train_batch_size=s.batch_size, per_device_eval_batch_size=s.batch_size,
         gradient_accumulation_steps=s.grad_accum, learning_rate=s.learning_rate, lr_scheduler_type=s.lr_scheduler,
-        warmup_ratio=s.warmup_ratio, optim=s.optimizer, weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm,
+        warmup_steps=s.warmup_ratio, optim=s.optimizer, weight_decay=s.weight_decay, max_grad_norm=s.max_grad_norm,
         seed=s.seed, data_seed=s.seed, save_strategy="steps", save_steps=s.save_steps, save_total_limit=2,
         logging_steps=s.logging_steps, report_to=[], eval_strategy="no", dataloader_num_workers=0,
         bf16=cfg.precision == "bf16", fp16=cfg.precision == "fp16", use_cpu=placement.device == "cpu",

@@ -61,7 +61,7 @@ class Schedule(Strict):
     grad_accum: int = Field(1, ge=1)
     learning_rate: float = Field(2e-4, gt=0)
     lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "cosine"
-    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)  # a share of the steps (transformers 5: warmup_steps < 1)
     optimizer: Literal["adamw_torch", "adamw_torch_fused", "sgd", "adafactor"] = "adamw_torch"
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0)
