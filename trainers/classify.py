@@ -30,7 +30,7 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
         return tokenizer(batch["text"], truncation=True, max_length=cfg.max_length)
 
     enc = {s: d.map(tok, batched=True, remove_columns=["text"]) for s, d in datasets.items()}
-    args = TrainingArguments(**common_args(cfg, placement, work, max_steps=max_steps, epochs=epochs))
+    args = TrainingArguments(**common_args(pf, placement, work, max_steps=max_steps, epochs=epochs))
     trainer = Trainer(model=model, args=args, train_dataset=enc["train"],
                       eval_dataset=enc["eval"] if enc["eval"].num_rows else None,
                       data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def common_args(cfg, placement, work: Path, *, max_steps: int, epochs: float) -> dict:
+def common_args(pf, placement, work: Path, *, max_steps: int, epochs: float) -> dict:
+    cfg = pf.config
     s = cfg.schedule
     kw = dict(
         output_dir=str(work / "checkpoints"), max_steps=max_steps, num_train_epochs=epochs,
@@ -17,8 +18,8 @@ def common_args(cfg, placement, work: Path, *, max_steps: int, epochs: float) ->
         bf16=cfg.precision == "bf16", fp16=cfg.precision == "fp16", use_cpu=placement.device == "cpu",
         disable_tqdm=True, remove_unused_columns=True,
     )
-    if cfg.deepspeed:
-        kw["deepspeed"] = str(Path(cfg.deepspeed).resolve())
+    if pf.deepspeed_path is not None:
+        kw["deepspeed"] = str(pf.deepspeed_path)
     return kw
 
 

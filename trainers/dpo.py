@@ -19,7 +19,7 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[cfg.precision]
     model = AutoModelForCausalLM.from_pretrained(str(base.path), dtype=dtype,
                                                  attn_implementation=cfg.attn_implementation)
-    args = DPOConfig(**common_args(cfg, placement, work, max_steps=max_steps, epochs=epochs),
+    args = DPOConfig(**common_args(pf, placement, work, max_steps=max_steps, epochs=epochs),
                      max_length=int(pf.profile["max_seq_len"]),
                      truncation_mode=truncation_mode(pf.profile.get("truncation_side")), beta=cfg.beta,
                      dataset_num_proc=None)

@@ -49,6 +49,7 @@ class Preflight:
     rechecked: int = 0  # records re-checked with the span engine (0: the profile equals the manifest's)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    deepspeed_path: Path | None = None  # the validated DeepSpeed JSON (resolved against the config's folder)
 
     @property
     def snapshot_ref(self) -> dict:
@@ -127,12 +128,16 @@ def run_preflight(cfg: TrainConfig, config_dir: Path | None = None) -> Preflight
         raise PreflightError(f"config {cfg.name}: snapshot {cfg.snapshot}: {exc}") from None
     mp = dict(manifest.get("trainer_profile") or {})
     fmt = _method_format(cfg, manifest["kind"], cfg.profile.loss or mp.get("loss", "assistant-only"))
+    ds_path = None
     if cfg.deepspeed:
         from mashbill.trainers.deepspeed import check_deepspeed
 
         ds_path = Path(cfg.deepspeed) if Path(cfg.deepspeed).is_absolute() else base_dir / cfg.deepspeed
-        check_deepspeed(ds_path, cfg)
-    pf = Preflight(cfg, path, manifest, mp, fmt, None)
+        try:
+            check_deepspeed(ds_path, cfg)
+        except MashbillError as exc:
+            raise PreflightError(f"config {cfg.name}: {exc}") from None
+    pf = Preflight(cfg, path, manifest, mp, fmt, None, deepspeed_path=ds_path.resolve() if cfg.deepspeed else None)
     if cfg.method == "classify":
         _check_classify(pf)
     else:
@@ -150,8 +155,20 @@ def _check_classify(pf: Preflight) -> None:
                         "that occurred")
 
 
-def _rows(path: Path, columns: list[str]) -> dict[str, list[dict]]:
-    return {s: pq.read_table(path / "data" / f"{s}.parquet", columns=columns).to_pylist() for s in SPLITS}
+COLUMNS = ["example_id", "record_id", "row_kind", "prompt", "completion", "rejected", "turns", "copy",
+           "class_labels", "query"]
+
+
+def _any_correction(path: Path) -> bool:
+    return any("correction" in pq.read_table(path / "data" / f"{s}.parquet", columns=["row_kind"])
+               .column("row_kind").to_pylist() for s in SPLITS)
+
+
+def _batches(path: Path, size: int = 2048):
+    """(split, rows) in batches, so a 260,000-record snapshot of 2,500-token prompts never sits in memory whole."""
+    for s in SPLITS:
+        for batch in pq.ParquetFile(path / "data" / f"{s}.parquet").iter_batches(batch_size=size, columns=COLUMNS):
+            yield s, batch.to_pylist()
 
 
 def _check_profile(pf: Preflight, base_dir: Path) -> None:
@@ -192,9 +209,8 @@ def _check_profile(pf: Preflight, base_dir: Path) -> None:
         raise PreflightError(f"config {name}: loss {loss} needs a chat template with {{% generation %}} markers; the "
                              f"template (sha256 {sha256_text(template)[:12]}) has none, and TRL's assistant_only_loss "
                              "refuses it (use the snapshot's training template or --format prompt-completion)")
-    rows = _rows(pf.snapshot, ["example_id", "record_id", "row_kind", "prompt", "completion", "rejected", "turns",
-                               "copy", "class_labels", "query"])
-    has_corrections = any(r["row_kind"] == "correction" for rs in rows.values() for r in rs)
+    has_corrections = any(pf.manifest["splits"].get("row_kinds", {}).get(s, {}).get("correction") for s in SPLITS) \
+        or _any_correction(pf.snapshot)
     if uses_markers and has_corrections and not masks_only_last_turn(loaded.tok, template):
         raise PreflightError(
             f"config {name}: the snapshot holds correction samples and the template (sha256 "
@@ -209,44 +225,47 @@ def _check_profile(pf: Preflight, base_dir: Path) -> None:
     pf.profile = {**mp, **eff, "loss": loss}
     if not diffs:
         return
-    pf.rechecked = _recheck(pf, loaded, template, eff, loss, rows, diffs)
+    pf.rechecked = _recheck(pf, loaded, template, eff, loss, diffs)
 
 
-def _examples(fmt: str, rows: dict[str, list[dict]], kind: str):
-    """The examples exactly as the trainer will see them (the pull's own conversion), as span-engine inputs."""
+def _examples(fmt: str, split: str, start: int, rows: list[dict], kind: str):
+    """The examples exactly as the trainer will see them (the pull's own conversion), as span-engine inputs;
+    oversampled copies are the same example and are checked once."""
     from mashbill.curation.pull import rows_for
     from mashbill.validators.spans import TrainingExample
 
     out = []
-    for split, rs in rows.items():
-        for i, r in enumerate(rows_for(fmt, [r for r in rs if r["copy"] == 0], kind)):
-            key = f"{split}/{i}"
-            if fmt == "messages":
-                out.append(TrainingExample(key, tuple(r["messages"])))
-            elif fmt == "prompt-completion":
-                out.append(TrainingExample(key, (*r["prompt"], *r["completion"]), prompt_len=len(r["prompt"])))
-            else:
-                for part in ("chosen", "rejected"):
-                    out.append(TrainingExample(key, (*r["prompt"], *r[part]), prompt_len=len(r["prompt"]), part=part))
+    for i, r in enumerate(rows_for(fmt, [r for r in rows if r["copy"] == 0], kind), start):
+        key = f"{split}/{i}"
+        if fmt == "messages":
+            out.append(TrainingExample(key, tuple(r["messages"])))
+        elif fmt == "prompt-completion":
+            out.append(TrainingExample(key, (*r["prompt"], *r["completion"]), prompt_len=len(r["prompt"])))
+        else:
+            for part in ("chosen", "rejected"):
+                out.append(TrainingExample(key, (*r["prompt"], *r[part]), prompt_len=len(r["prompt"]), part=part))
     return out
 
 
-def _recheck(pf: Preflight, loaded, template, eff: dict, loss: str, rows, diffs: dict) -> int:
+def _recheck(pf: Preflight, loaded, template, eff: dict, loss: str, diffs: dict) -> int:
     """Every example under the run's profile through the fast span engine; refuse if any target is cut."""
     from mashbill.validators.spans import SpanEngine, judge
 
     engine_loss = "completion-only" if pf.format in ("prompt-completion", "preference") else loss
     engine = SpanEngine(loaded, template, loss=engine_loss)
-    examples = _examples(pf.format, rows, pf.manifest["kind"])
-    results = engine.fast(examples)
     max_len, side = int(eff["max_seq_len"]), eff["truncation_side"] or "right"
     bad: Counter = Counter()
     first = None
-    for res in results:
-        codes = [v for v in judge(res, max_len, side, engine_loss).verdicts if v.code in CUT_CODES]
-        if codes:
-            bad[codes[0].code] += 1
-            first = first or (res.key, codes[0].detail)
+    checked = 0
+    for split, rows in _batches(pf.snapshot):
+        results = engine.fast(_examples(pf.format, split, checked, rows, pf.manifest["kind"]))
+        checked += len(results)
+        for res in results:
+            codes = [v for v in judge(res, max_len, side, engine_loss).verdicts if v.code in CUT_CODES]
+            if codes:
+                bad[codes[0].code] += 1
+                first = first or (res.key, codes[0].detail)
+    results = range(checked)
     changed = ", ".join(f"{k} {a} (config) vs {b} (snapshot)" for k, (a, b) in diffs.items())
     if bad:
         n = sum(bad.values())

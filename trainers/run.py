@@ -179,11 +179,19 @@ def train(config_ref: str | Path, *, method: str | None = None, stage: str = "st
     build = _builder(cfg.method)
     out_dir = Path(out) if out is not None else default_out(cfg.name)
     work = work_dir(out_dir)
+    from transformers import set_seed
+
+    probe_trainer = None  # forward and batch share one trainer: neither changes the weights
     for st in todo:
         max_steps, epochs = _schedule(cfg, st)
-        trainer, save = build(pf, placement, base, data, tok, st, work, max_steps=max(max_steps, 1)
-                              if not st.trains else max_steps, epochs=epochs)
+        if not st.trains and probe_trainer is not None:
+            trainer = probe_trainer
+        else:
+            set_seed(cfg.schedule.seed)  # a new head or LoRA init is the same in every process (resume compares)
+            trainer, save = build(pf, placement, base, data, tok, st, work, max_steps=max(max_steps, 1)
+                                  if not st.trains else max_steps, epochs=epochs)
         if not st.trains:
+            probe_trainer = trainer
             probe = _probe(trainer, placement, backward=st.name == "batch")
             ok = probe["loss_finite"] and probe["grads_finite"] is not False
             rec = _record(store_path, st, pf, placement, {"passed": ok, **probe})

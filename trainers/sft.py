@@ -59,7 +59,7 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
     model = AutoModelForCausalLM.from_pretrained(str(base.path), dtype=dtype,
                                                  attn_implementation=cfg.attn_implementation)
     fmt, loss = pf.format, pf.profile["loss"]
-    args = SFTConfig(**common_args(cfg, placement, work, max_steps=max_steps, epochs=epochs),
+    args = SFTConfig(**common_args(pf, placement, work, max_steps=max_steps, epochs=epochs),
                      max_length=int(pf.profile["max_seq_len"]),
                      truncation_mode=truncation_mode(pf.profile.get("truncation_side")),
                      assistant_only_loss=fmt == "messages" and loss in ("assistant-only", "last-turn"),
