@@ -84,6 +84,7 @@ class TrainConfig(Strict):
     deepspeed: str | None = None  # a DeepSpeed JSON (cluster runs); validated by the preflight
     attn_implementation: Literal["eager", "sdpa"] = "eager"  # eager: what the MI250X ROCm stack runs reliably
     logits_to_keep: bool = True  # sft: compute logits only from the first target position on
+    gradient_checkpointing: bool = False  # trades compute for memory: on for long sequences on a GPU
     beta: float = Field(0.1, gt=0)  # dpo
     max_length: int = Field(128, ge=8)  # classify: tokens per text
     threads: int | None = Field(None, ge=1)

@@ -66,7 +66,8 @@ class Snaps:
 
     def config(self, tmp_path: Path, name: str, **fields) -> Path:
         """A training config file in tmp_path for these snapshots."""
-        data = {"name": name, "store": str(self.store), **fields}
+        # one thread: on a busy shared machine two spinning OpenMP threads wait on each other for minutes
+        data = {"name": name, "store": str(self.store), "threads": 1, **fields}
         path = tmp_path / f"{name}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         return path

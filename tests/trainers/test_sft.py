@@ -22,7 +22,7 @@ def _build(cfg_path, smol_base, tmp_path, max_steps=1):
 
     cfg, path = load_config(cfg_path)
     pf = run_preflight(cfg, path.parent)
-    placement = place()
+    placement = place(threads=cfg.threads)
     base, tok, data = _load_parts(pf)
     trainer, save = _builder(cfg.method)(pf, placement, base, data, tok, parse_stage(f"steps:{max_steps}"),
                                          tmp_path / "work", max_steps=max_steps, epochs=1.0)
