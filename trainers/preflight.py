@@ -247,30 +247,60 @@ def _examples(fmt: str, split: str, start: int, rows: list[dict], kind: str):
     return out
 
 
-def _recheck(pf: Preflight, loaded, template, eff: dict, loss: str, diffs: dict) -> int:
-    """Every example under the run's profile through the fast span engine; refuse if any target is cut."""
+PARALLEL_FROM = 20_000  # examples; below this a process pool costs more than it saves
+_JOB: dict = {}  # what forked workers inherit: the tokenizer, template and window
+
+
+def _check_part(args) -> tuple[int, Counter, tuple | None]:
+    """Check every `workers`-th batch of the snapshot, starting at `worker` (runs in a forked process or inline)."""
     from mashbill.validators.spans import SpanEngine, judge
 
-    engine_loss = "completion-only" if pf.format in ("prompt-completion", "preference") else loss
-    engine = SpanEngine(loaded, template, loss=engine_loss)
-    max_len, side = int(eff["max_seq_len"]), eff["truncation_side"] or "right"
+    worker, workers = args
+    j = _JOB
+    engine = j.get("engine") or SpanEngine(j["loaded"], j["template"], loss=j["loss"])
+    j["engine"] = engine
     bad: Counter = Counter()
-    first = None
-    checked = 0
-    for split, rows in _batches(pf.snapshot):
-        results = engine.fast(_examples(pf.format, split, checked, rows, pf.manifest["kind"]))
+    first, checked = None, 0
+    for bi, (split, rows) in enumerate(_batches(j["path"])):
+        if bi % workers != worker:
+            continue
+        results = engine.fast(_examples(j["format"], f"{split}/b{bi}", 0, rows, j["kind"]))
         checked += len(results)
         for res in results:
-            codes = [v for v in judge(res, max_len, side, engine_loss).verdicts if v.code in CUT_CODES]
+            codes = [v for v in judge(res, j["max_len"], j["side"], j["loss"]).verdicts if v.code in CUT_CODES]
             if codes:
                 bad[codes[0].code] += 1
                 first = first or (res.key, codes[0].detail)
-    results = range(checked)
+    return checked, bad, first
+
+
+def _recheck(pf: Preflight, loaded, template, eff: dict, loss: str, diffs: dict) -> int:
+    """Every example under the run's profile through the fast span engine; refuse if any target is cut.
+    Big snapshots are split over the cores (forked workers, each with its own engine)."""
+    import os
+
+    _JOB.clear()
+    _JOB.update(path=pf.snapshot, format=pf.format, kind=pf.manifest["kind"], loaded=loaded, template=template,
+                loss="completion-only" if pf.format in ("prompt-completion", "preference") else loss,
+                max_len=int(eff["max_seq_len"]), side=eff["truncation_side"] or "right")
+    total = sum((pf.manifest["splits"].get("counts") or {}).values())
+    workers = min(os.cpu_count() or 1, 4) if total >= PARALLEL_FROM else 1
+    if workers > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_check_part, [(w, workers) for w in range(workers)])
+    else:
+        parts = [_check_part((0, 1))]
+    _JOB.clear()
+    checked = sum(p[0] for p in parts)
+    bad: Counter = sum((p[1] for p in parts), Counter())
+    first = next((p[2] for p in parts if p[2]), None)
     changed = ", ".join(f"{k} {a} (config) vs {b} (snapshot)" for k, (a, b) in diffs.items())
     if bad:
         n = sum(bad.values())
         why = ", ".join(f"{c} {k}" for c, k in sorted(bad.items()))
-        raise PreflightError(f"config {pf.config.name}: {changed}: {n} of {len(results)} example(s) would lose "
-                             f"their target ({why}); first {first[0][:12]}: {first[1]}")
-    pf.notes.append(f"profile differs ({changed}); re-checked {len(results)} example(s): no target cut")
-    return len(results)
+        raise PreflightError(f"config {pf.config.name}: {changed}: {n} of {checked} example(s) would lose "
+                             f"their target ({why}); first {first[0]}: {first[1]}")
+    pf.notes.append(f"profile differs ({changed}); re-checked {checked} example(s): no target cut")
+    return checked

@@ -53,6 +53,7 @@ def _record(store_path: Path, stage, pf: Preflight, placement, detail: dict) -> 
            "snapshot_id": snap["id"], "snapshot": f"{snap['name']}@{snap['version']}",
            "manifest_sha256": snap["manifest_sha256"], "versions": versions(),
            **(device_facts(placement) if placement is not None else {}), **detail}
+    doc.update(stage=stage.label, stage_name=stage.name)
     with Store.open(store_path) as store:
         doc["run_id"] = ladder.record(store, stage, doc)
     return doc
