@@ -12,7 +12,7 @@ from mashbill.factory.store import Store
 from mashbill.trainers import ladder
 from mashbill.trainers.run import train
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _lora_b_nonzero(adapter_dir) -> int:

@@ -12,7 +12,7 @@ from mashbill.curation.pull import load_snapshot
 from mashbill.trainers.config import load_config
 from mashbill.trainers.preflight import run_preflight
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _build(cfg_path, smol_base, tmp_path, max_steps=1):

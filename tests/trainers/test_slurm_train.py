@@ -14,7 +14,7 @@ import pytest
 from mashbill.factory.slurm import ROCM_ENV
 from tests.conftest import run_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 EXE = str(Path(os.sys.executable).with_name("mashbill"))
 
 
