@@ -76,18 +76,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = _ARGS = ap.parse_args()
 
-    import fastjsonschema
     import json
 
-    from mashbill.specs.loader import LIBRARY, load_catalog
+    from mashbill.specs.loader import LIBRARY, find_spec, load_catalog, load_spec
+    from mashbill.validators.checker import RecordChecker, spec_examples
     from mashbill.validators.dedup import dedup
-    from mashbill.validators.plans import Shown
-    from mashbill.validators.routing import check_plan
     from mashbill.validators.ruleset import load_ruleset
     from mashbill.validators.spans import SpanEngine, SpanResult, TrainingExample, judge
     from mashbill.validators.synthetic import corpus
     from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
-    from mashbill.validators.triggers import triggers_for
 
     vocab = Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
     tok_ref = args.tokenizer
@@ -97,10 +94,10 @@ def main() -> None:
 
     # ---- 1. schema + rules + dedup
     rules = load_ruleset()
-    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
     schema = json.loads((LIBRARY / "shared" / "schemas" / "plan@1.json").read_text(encoding="utf-8"))
-    trig = triggers_for(rules)
-    check = fastjsonschema.compile(schema)
+    examples = spec_examples(load_spec(find_spec("plan-moe")))
+    checker = RecordChecker(ruleset=rules, schema=schema, catalog=catalog, examples=examples, origin="bench")
     codes: dict[str, int] = {}
     ids, queries = [], []
     rules_cpu = gen_s = 0.0
@@ -111,12 +108,8 @@ def main() -> None:
         gen_s += time.perf_counter() - t
         c0 = _cpu()
         for r in recs:
-            try:
-                check(r.plan)
-            except fastjsonschema.JsonSchemaException:
-                codes["SCHEMA001"] = codes.get("SCHEMA001", 0) + 1
-            shown = Shown(frozenset(r.taxonomy_shown), r.taxonomy_renamed)
-            for v in check_plan(rules, r.query, r.plan, shown, catalog, trig.analyze(r.query)):
+            meta = {"taxonomy_shown": list(r.taxonomy_shown), "taxonomy_renamed": r.taxonomy_renamed}
+            for v in checker.check(r.query, r.plan, meta):  # the one record checker: schema, then the rules
                 codes[v.code] = codes.get(v.code, 0) + 1
         rules_cpu += _cpu() - c0
         ids += [r.id for r in recs]

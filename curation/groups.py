@@ -38,3 +38,16 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
                     uf.union(keys[uniq[a]], keys[uniq[b]])
     roots: dict[str, int] = {}
     return [roots.setdefault(uf.find(k), len(roots)) for k in keys]
+
+
+def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: float) -> list[tuple[str, str]]:
+    """Pairs of keys whose texts are near duplicates (the validators' MinHash clusters where available)."""
+    clusters = near_duplicate_clusters(texts, threshold)
+    first: dict[int, str] = {}
+    pairs = []
+    for key, c in zip(keys, clusters):
+        if c in first:
+            pairs.append((first[c], key))
+        else:
+            first[c] = key
+    return pairs

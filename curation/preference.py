@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 import jsonschema
 
-from mashbill.curation.rules import PlanChecker, failing_codes, score
+from mashbill.curation.rules import failing_codes, score
+from mashbill.validators.checker import RecordChecker
 from mashbill.curation.select import Excluded, Selection
 from mashbill.errors import MashbillError
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
@@ -215,7 +216,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> 
     records, and teacher samples stored under the preference spec."""
     cfg = rs.spec.curation.preference
     src = src_sel.rs
-    checker = PlanChecker(src)
+    checker = RecordChecker.for_spec(src)
     if checker.ruleset is None:
         raise MashbillError(f"{src.path}: preference pairs for plans need a rule file (`rules:`)")
     codes = checker.rule_codes()
@@ -254,7 +255,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record]) -> 
             else:
                 out.add(pair, seen)  # the reviewer's correction is the human rejection of the original
     if "teacher" in cfg.sources:
-        pchecker = PlanChecker(rs)
+        pchecker = RecordChecker.for_spec(rs)
         groups: dict[str, list[tuple[Record, list[str], int]]] = {}
         for rec in samples:
             if int(rec.input.get("sample", 0)) >= cfg.samples_per_query:
@@ -333,7 +334,7 @@ def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | N
     if rs.spec.kind != "preference":
         raise MashbillError(f"{rs.ref} is a {rs.spec.kind} spec; teacher samples are for preference specs")
     schema_validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
-    checker = PlanChecker(rs)
+    checker = RecordChecker.for_spec(rs)
     base = dict(rs.spec.teacher.sampling.model_dump())
     ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
     done = store.finished_ids(rs.hash)

@@ -31,6 +31,7 @@ from mashbill.errors import MashbillError
 
 FORMATS = ("messages", "prompt-completion", "preference", "classification")
 MULTI_LABEL_KINDS = ("plan", "routing", "template", "preference")
+ROUTER_FORMATS = ("router", "outcomes", "transitions", "triplets")  # router snapshots: curation.router_pull
 
 
 def _datasets():
@@ -84,9 +85,9 @@ def rows_for(fmt: str, rows: list[dict], kind: str) -> list[dict]:
             seen.add(key)
             labels = r["class_labels"] or []
             if kind in MULTI_LABEL_KINDS:
-                out.append({"text": r["query"], "classes": labels})
+                out.append({"text": r["query"], "labels": labels})
             elif labels:
-                out.append({"text": r["query"], "classes": labels[:1]})
+                out.append({"text": r["query"], "label": labels[0]})
     else:
         raise MashbillError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     return out
@@ -96,13 +97,20 @@ def load_snapshot(ref: str | Path, format: str = "messages", *, root: str | Path
                   store: str | Path | None = None):
     """The snapshot `ref` (a folder, or NAME@VERSION under `root` or STORE/snapshots) as a DatasetDict with
     train/eval/test splits. Verifies every file's sha256 first."""
-    if format not in FORMATS:
-        raise MashbillError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if format not in FORMATS + ROUTER_FORMATS:
+        raise MashbillError(f"unknown format {format!r}; expected one of {', '.join(FORMATS + ROUTER_FORMATS)}")
     if root is None and store is not None:
         root = Path(store) / "snapshots"
     path = resolve_snapshot(ref, root)
     manifest = verify(path)
     kind = manifest["kind"]
+    if kind in ("outcomes", "transitions", "triplets"):
+        from mashbill.curation.router_pull import load_router_snapshot
+
+        _datasets()
+        return load_router_snapshot(path, manifest, None if format == "messages" else format)
+    if format in ROUTER_FORMATS:
+        raise SnapshotError(f"{manifest['ref']} is a {kind} snapshot; format {format!r} is for router snapshots")
     ds = _datasets()
     msg = [{"role": ds.Value("string"), "content": ds.Value("string")}]
     tables = {s: pq.read_table(path / "data" / f"{s}.parquet").to_pylist() for s in SPLITS}
@@ -122,6 +130,10 @@ def load_snapshot(ref: str | Path, format: str = "messages", *, root: str | Path
     elif format == "preference":
         features = ds.Features({"prompt": msg, "chosen": msg, "rejected": msg})
     else:
+        # rows_for gives class names (what exporters compare); the dataset gets ids or multi-hot vectors
+        for rows in converted.values():
+            for r in rows:
+                r["classes"] = r.pop("labels") if "labels" in r else [r.pop("label")]
         info = label_info(manifest, (x for rows in converted.values() for r in rows for x in r["classes"]))
         if not info["id2label"]:
             raise SnapshotError(f"{manifest['ref']}: no class labels to pull (kind {kind})")

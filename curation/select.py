@@ -167,9 +167,9 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
     validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
     checker = None
     if spec.kind == "plan" and "rules" in rs.file_paths and decisions:
-        from mashbill.curation.rules import PlanChecker
+        from mashbill.validators.checker import RecordChecker
 
-        checker = PlanChecker(rs)
+        checker = RecordChecker.for_spec(rs)
     candidates: list[Candidate] = []
     excluded: list[Excluded] = []
     corrections: list[tuple[Record, Any]] = []

@@ -36,8 +36,10 @@ import pyarrow.parquet as pq
 from mashbill import __version__
 from mashbill.curation.balance import BALANCE_CUT, apply_quotas, oversample
 from mashbill.curation.labels import cell_name, classification_label, dims_for, labels_of
+from mashbill.curation.run_stats import store_series
 from mashbill.curation.select import Excluded, Selection, select_records
-from mashbill.curation.split import SPLITS, assign_splits, leakage, near_duplicate_pairs
+from mashbill.curation.groups import near_duplicate_pairs
+from mashbill.curation.split import SPLITS, assign_splits, leakage
 from mashbill.errors import MashbillError
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, canonical_json, find_spec, load_spec
@@ -412,8 +414,6 @@ def _teacher_facts(store: Store, run_ids: list[str]) -> list[dict]:
 
 def _run_stats(store: Store, spec_hashes: list[str], review: dict) -> dict:
     """What the report plots about how the records were made (kept with the snapshot)."""
-    from mashbill.curation.report_data import store_series
-
     return store_series(store, spec_hashes, review)
 
 

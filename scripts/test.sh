@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --train: the trainer tests run real TRL/PEFT on SmolLM2-135M and all-MiniLM-L6-v2 (CPU torch).
-bash scripts/setup.sh --dev --train
+bash scripts/setup.sh --dev --train --export
 # Headless Chromium checks the HTML report and the annotation page (Debian's package; needs root or sudo).
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-KINDS = ("complexity", "routing", "plan", "template", "preference")
+KINDS = ("complexity", "routing", "plan", "template", "preference", "outcome")
 NAME_RE = r"^[a-z0-9][a-z0-9_.-]*$"
 
 
@@ -343,10 +343,33 @@ class Curation(Strict):
     preference: PreferenceSources = PreferenceSources()
 
 
+class OutcomeModel(Strict):
+    """One of the models an outcome spec runs over every query (any backend, the embedded one included)."""
+
+    name: str = Field(pattern=NAME_RE)
+    teacher: TeacherSpec
+
+
+class OutcomeSettings(Strict):
+    """Kind outcome: one record per (query, model); `check` compares the answer with the seed's `reference`."""
+
+    models: list[OutcomeModel] = Field(min_length=1)
+    check: Literal["number", "choice", "exact"] = "number"
+    reference: str = "reference"  # the seed field holding the gold answer
+    answer: str = "answer"  # the output field holding the model's answer
+
+    @model_validator(mode="after")
+    def _unique(self):
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError(f"model names must be unique, found {names}")
+        return self
+
+
 class Spec(HashStable):
     name: str = Field(pattern=NAME_RE)
     version: int = Field(ge=1)
-    kind: Literal["complexity", "routing", "plan", "template", "preference"]
+    kind: Literal["complexity", "routing", "plan", "template", "preference", "outcome"]
     description: str = ""
     changelog: list[str] = []
     languages: list[str] = ["en", "de"]
@@ -362,8 +385,15 @@ class Spec(HashStable):
     runtime: Runtime = Runtime()
     guards: Guards = Guards()
     curation: Curation = Curation()
+    outcome: OutcomeSettings | None = None  # kind outcome: the models run over the same queries
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation")
+    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome")
+
+    @model_validator(mode="after")
+    def _outcome_models(self):
+        if (self.kind == "outcome") != (self.outcome is not None):
+            raise ValueError("an 'outcome' section is required for kind outcome, and only allowed there")
+        return self
 
     @field_validator("prompt")
     @classmethod

@@ -33,3 +33,11 @@ def run_cli(*args: str, cwd: Path | None = None, check: bool = False, timeout: i
         raise AssertionError(f"mashbill {' '.join(map(str, args))} failed ({proc.returncode}):\n"
                              f"{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory):
+    """The real all-MiniLM-L6-v2 encoder; its ONNX graph is built once per session into a private folder."""
+    from mashbill.factory.embeddings import Encoder
+
+    return Encoder.load(build_dir=tmp_path_factory.mktemp("encoders"))

@@ -12,6 +12,7 @@ FOLDER = {name: ROOT / name for name in LAYERS}
 
 
 def _imports(path: Path) -> set[str]:
+    """Every absolute import in the file, module level or inside a function (a lazy import is still a dependency)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found = set()
     for node in ast.walk(tree):
@@ -19,6 +20,58 @@ def _imports(path: Path) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
+            # `from mashbill.curation import split` imports the module mashbill.curation.split
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(["mashbill", *parts] if parts[0] in LAYERS else parts)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Project module -> the project modules it imports (package __init__ files count as modules)."""
+    paths = [p for layer in [*LAYERS, "mashbill"] for p in (ROOT / layer).rglob("*.py")]
+    names = {_module_name(p): p for p in paths}
+    return {name: {m for m in _imports(path) if m in names and m != name} for name, path in names.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each a cycle of imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
     return found
 
 
@@ -41,7 +94,8 @@ def test_layers_import_only_downwards():
 
 
 def test_core_modules_do_not_import_heavy_dependencies_at_module_level():
-    heavy = {"torch", "transformers", "great_expectations", "argilla", "vllm", "datasets", "llama_cpp"}
+    heavy = {"torch", "transformers", "great_expectations", "argilla", "vllm", "datasets", "llama_cpp", "onnx",
+             "onnxruntime", "peft", "gguf", "safetensors", "tokenizers"}
     problems = []
     for layer in LAYERS:
         for path in FOLDER[layer].rglob("*.py"):
@@ -56,3 +110,21 @@ def test_core_modules_do_not_import_heavy_dependencies_at_module_level():
                     if name.split(".")[0] in heavy:
                         problems.append(f"{path.relative_to(ROOT)}: module-level import of {name}")
     assert not problems, "\n".join(problems)
+
+
+def _is_package_parent(a: str, b: str) -> bool:
+    return b.startswith(a + ".") or a.startswith(b + ".")
+
+
+def test_no_import_cycles():
+    # A package's __init__ re-exporting its own submodules is not a cycle between concepts; drop those edges.
+    graph = {m: {d for d in deps if not _is_package_parent(m, d)} for m, deps in _module_graph().items()}
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_cycle_detection_finds_a_cycle():
+    # the detector itself can fail: a two-module and a three-module cycle are found, a chain is not
+    graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
+    assert _cycles(graph) == [["a", "b"], ["c", "d", "e"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

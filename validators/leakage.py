@@ -1,9 +1,11 @@
 """Leakage: no training record may be (nearly) the same as an item of the eval split or of a registered holdout
 set (benchmark queries the user names in the spec's ``holdout`` list or with ``--holdout``).
 
-A record leaks (``LEAK001``, with the matched item) when, after normalisation, it equals a holdout item, contains
-a holdout item of at least 25 characters verbatim, or its estimated Jaccard similarity (character 5-grams,
-MinHash/LSH as in dedup) reaches the threshold.
+A record leaks (``LEAK001``, with the matched item) when, after normalisation, it equals a holdout item; when one of
+the two contains the other (either way, compared without spaces, so a moved comma or question mark does not matter)
+and the contained one is at least ``MIN_CONTAINED`` characters and at least ``MIN_SHARE`` of the other's length
+(the commonest real leak: a benchmark query with a few words appended or prepended); or when its estimated Jaccard
+similarity (character 5-grams, MinHash/LSH as in dedup) reaches the threshold.
 """
 
 from __future__ import annotations
@@ -57,12 +59,14 @@ def load_holdout(path: str | Path) -> list[HoldoutItem]:
     except UnicodeDecodeError as exc:
         raise ValidationInputError(f"{p}: holdout file is not UTF-8 (byte {exc.start})") from None
     items: list[HoldoutItem] = []
+    # lines end at "\n" only: str.splitlines would also split at U+0085, U+2028 ... inside a JSON string
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     if p.suffix == ".txt":
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(lines, 1):
             if line.strip():
                 items.append(HoldoutItem(f"{p.name}:{n}", line.strip()))
     elif p.suffix == ".jsonl":
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
@@ -93,6 +97,53 @@ def load_holdout(path: str | Path) -> list[HoldoutItem]:
     return items
 
 
+MIN_CONTAINED = 12  # characters (without spaces) of the contained text
+MIN_SHARE = 0.5  # the contained text is at least this share of the containing one
+LONG_ITEM = 25  # a holdout item this long leaks wherever it appears verbatim (a prompt embedding a benchmark query)
+MAX_WORDS = 80  # a holdout item longer than this is only matched the other ways (MinHash)
+
+
+def _squash(t: str) -> str:
+    return t.replace(" ", "")
+
+
+def _contained(norms: list[str], hnorm: list[str]) -> dict[int, tuple[int, str]]:
+    """Records containing a holdout item, or contained in one: word-aligned, compared without spaces."""
+    found: dict[int, tuple[int, str]] = {}
+    # a holdout item inside a record: one regex over the records (word-aligned in the normalised text)
+    items = {}
+    for j, h in enumerate(hnorm):
+        if len(_squash(h)) >= MIN_CONTAINED:
+            items.setdefault(h, j)
+    if items and len(items) <= 5000:
+        rx = re.compile(r"(?<!\S)(?:" + "|".join(re.escape(h) for h in sorted(items, key=len, reverse=True))
+                        + r")(?!\S)")
+        for i, t in enumerate(norms):
+            m = rx.search(t)
+            if m and (len(m.group(0)) >= LONG_ITEM or len(m.group(0)) >= MIN_SHARE * len(t)):
+                found[i] = (items[m.group(0)], "contains the holdout item")
+    # a record inside a holdout item: every word run of the item, looked up among the records
+    by_text: dict[str, int] = {}
+    for i, t in enumerate(norms):
+        if len(_squash(t)) >= MIN_CONTAINED:
+            by_text.setdefault(_squash(t), i)
+    for j, h in enumerate(hnorm):
+        words = h.split()
+        if len(words) > MAX_WORDS:
+            continue
+        total = len(_squash(h))
+        for a in range(len(words)):
+            run = ""
+            for b in range(a, len(words)):
+                run += words[b]
+                if len(run) < MIN_CONTAINED or len(run) < MIN_SHARE * total:
+                    continue
+                i = by_text.get(run)
+                if i is not None and i not in found:
+                    found[i] = (j, "contained in the holdout item")
+    return found
+
+
 def leakage(keys: list[str], texts: list[str], holdout: list[HoldoutItem], cfg, dedup_cfg) -> tuple[dict, dict]:
     """LEAK001 verdicts per key, and a summary."""
     verdicts: dict[str, list[Verdict]] = {}
@@ -107,15 +158,8 @@ def leakage(keys: list[str], texts: list[str], holdout: list[HoldoutItem], cfg, 
     for i, t in enumerate(norms):
         if t in exact:
             found[i] = (exact[t], "identical after normalisation")
-    long_items = [(j, h) for j, h in enumerate(hnorm) if len(h) >= 25]
-    if long_items and len(long_items) <= 5000:
-        rx = re.compile("|".join(re.escape(h) for _, h in sorted(long_items, key=lambda x: -len(x[1]))))
-        index = {h: j for j, h in long_items}
-        for i, t in enumerate(norms):
-            if i not in found:
-                m = rx.search(t)
-                if m:
-                    found[i] = (index[m.group(0)], "contains the holdout item")
+    for i, (j, how) in _contained(norms, hnorm).items():
+        found.setdefault(i, (j, how))
     sig = signatures(norms + hnorm, shingle=dedup_cfg.shingle, num_perm=dedup_cfg.num_perm)
     pairs = candidate_pairs(sig, dedup_cfg.bands)
     n = len(norms)

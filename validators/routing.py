@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
+from mashbill.validators import drift, fidelity
+from mashbill.validators.drift import WorkedExample
+from mashbill.validators.expr import PLACEHOLDER, matches
 from mashbill.validators.plans import Plan, PlanTask, Shown, parse_plan
 from mashbill.validators.ruleset import RuleSet
+from mashbill.validators.toolargs import ToolArgs, tool_args_for
 from mashbill.validators.triggers import QueryTriggers, triggers_for
 
 
@@ -23,7 +28,23 @@ class RuleContext:
     shown: Shown
     rs: RuleSet
     triggers: QueryTriggers
-    tools: "ToolArgs | None"
+    tools: ToolArgs | None
+    examples: tuple[WorkedExample, ...] = ()  # the teacher prompt's worked examples (no-parroting)
+
+    @cached_property
+    def query_words(self) -> frozenset[str]:
+        return drift.content(self.query)
+
+    @cached_property
+    def _words(self) -> dict[str, frozenset[str]]:
+        return {}
+
+    def words(self, text: str) -> frozenset[str]:
+        """Content words of a plan text, computed once per plan (no-parroting and no-drift share them)."""
+        w = self._words.get(text)
+        if w is None:
+            w = self._words[text] = drift.content(text)
+        return w
 
     @property
     def cats(self):
@@ -31,73 +52,6 @@ class RuleContext:
 
     def precision_tasks(self) -> list[PlanTask]:
         return self.plan.with_category(self.cats.precision)
-
-
-class ToolArgs:
-    """The tool catalog's argument schemas, compiled once."""
-
-    def __init__(self, catalog):
-        import fastjsonschema
-
-        self.catalog = catalog
-        self.tools = dict(catalog.tools)
-        self.validators: dict[str, Callable] = {}
-        for name, tool in self.tools.items():
-            self.validators[name] = _compile_schema(tool.args)
-
-    def problems(self, tool: str, args: Any) -> list[str]:
-        if not isinstance(args, dict):
-            return [f"mcp_args of {tool} is {type(args).__name__}, expected an object"]
-        schema = self.tools[tool].args
-        out = []
-        for req in schema.get("required", []):
-            v = args.get(req)
-            if v is None or (isinstance(v, str) and not v.strip()):
-                out.append(f"{tool} lacks required argument '{req}'" + (" (null or blank)" if req in args else ""))
-        if out:
-            return out
-        message = self.validators[tool](args)
-        if message:
-            out.append(f"{tool} mcp_args invalid: {message}")
-        return out
-
-
-def _compile_schema(schema: dict) -> Callable[[Any], str | None]:
-    """A validator returning None or the first error message: fastjsonschema where it compiles the schema
-    (about 20x faster), jsonschema otherwise (fastjsonschema mistranslates some patterns, e.g. "^[^$]")."""
-    import fastjsonschema
-
-    try:
-        fn = fastjsonschema.compile(schema)
-
-        def check(value):
-            try:
-                fn(value)
-            except fastjsonschema.JsonSchemaException as exc:
-                return exc.message
-            return None
-        return check
-    except Exception:
-        import jsonschema
-
-        v = jsonschema.validators.validator_for(schema)(schema, format_checker=jsonschema.FormatChecker())
-
-        def check_slow(value):
-            err = next(iter(v.iter_errors(value)), None)
-            return None if err is None else err.message
-        return check_slow
-
-
-_TOOL_ARGS: dict[int, tuple[Any, ToolArgs]] = {}
-
-
-def tool_args_for(catalog) -> ToolArgs | None:
-    if catalog is None:
-        return None
-    hit = _TOOL_ARGS.get(id(catalog))
-    if hit is None or hit[0] is not catalog:
-        hit = _TOOL_ARGS[id(catalog)] = (catalog, ToolArgs(catalog))
-    return hit[1]
 
 
 # ---------------------------------------------------------------- the rules
@@ -359,22 +313,112 @@ def niche_dynamic(ctx: RuleContext) -> list[str]:
     return [f"niche field ('{ctx.triggers.niche}') without a dynamic task"]
 
 
+# ---------------------------------------------------------------- argument fidelity (validators/fidelity.py)
+
+_DATE_TOOLS = ("date_diff", "date_add", "day_of_week")
+
+
+def _tool_tasks(ctx: RuleContext, *tools: str) -> list[PlanTask]:
+    return [t for t in ctx.precision_tasks() if t.get("mcp_tool") in tools]
+
+
+@rule("arg-numbers")
+def arg_numbers(ctx: RuleContext) -> list[str]:
+    out = []
+    fid = ctx.rs.fidelity
+    for t in _tool_tasks(ctx, *fid.tools):
+        args = t.get("mcp_args")
+        if isinstance(args, dict) and t.get("mcp_tool") in _DATE_TOOLS:
+            args = {k: v for k, v in args.items() if not isinstance(v, str)}  # dates: arg-units-dates
+        bad = fidelity.invented_numbers(ctx.query, args, fid.constants)
+        if bad:
+            shown = ", ".join(f"{b:g}" for b in bad)
+            out.append(f"{_label(t)}: {t.get('mcp_tool')} uses {shown}, which the query does not state")
+    return out
+
+
+@rule("arg-operation")
+def arg_operation(ctx: RuleContext) -> list[str]:
+    calc = _tool_tasks(ctx, "calculate")
+    if not calc:
+        return []
+    wanted = fidelity.query_computations(ctx.query)
+    if not wanted:
+        return []
+    values, _ = fidelity.plan_values(calc)
+    if not values:
+        return []  # nothing computable: arg-expression reports it
+    tol = ctx.rs.fidelity.tolerance
+    out = []
+    for c in wanted:
+        if not any(matches(v, w, tol) for v in values.values() for w in c.values):
+            got = "; ".join(f"{e!r} = {values[t.id]:g}" for t in calc
+                            if t.id in values and isinstance(e := (t.get("mcp_args") or {}).get("expression"), str))
+            out.append(f"the query computes '{c.text}' = {c.values[0]:g}; the plan computes {got}")
+    return out
+
+
+@rule("arg-expression")
+def arg_expression(ctx: RuleContext) -> list[str]:
+    _, bad = fidelity.plan_values(_tool_tasks(ctx, "calculate"))
+    labels = {t.id: _label(t) for t in ctx.plan.tasks}
+    return [f"{labels.get(tid, tid)}: expression {e!r} cannot be parsed: {why}" for tid, e, why in bad]
+
+
+@rule("arg-units-dates")
+def arg_units_dates(ctx: RuleContext) -> list[str]:
+    out = []
+    for t in _tool_tasks(ctx, "unit_convert"):
+        out += [f"{_label(t)}: {p}" for p in fidelity.unit_problems(ctx.query, t.get("mcp_args"),
+                                                                    ctx.rs.fidelity.units)]
+    for t in _tool_tasks(ctx, *_DATE_TOOLS):
+        out += [f"{_label(t)}: {p}" for p in fidelity.date_problems(ctx.query, t.get("mcp_args"))]
+    return out
+
+
+# ---------------------------------------------------------------- no parroting, no drift (validators/drift.py)
+
+
+@rule("no-parroting")
+def no_parroting(ctx: RuleContext) -> list[str]:
+    if not ctx.examples:
+        return []
+    d = ctx.rs.drift
+    out = []
+    for t in ctx.plan.tasks:
+        if t.is_dict:
+            copied = drift.parroted(ctx.query, t, ctx.examples, d.parrot_share, d.example_relevant, ctx.words,
+                                    lambda: ctx.query_words)
+            if copied:
+                out.append(f"{_label(t)} reproduces the prompt's worked example {copied!r}, not the query")
+    return out
+
+
+@rule("no-drift")
+def no_drift(ctx: RuleContext) -> list[str]:
+    out = []
+    for t in ctx.plan.tasks:
+        if not t.is_dict or t.depends_on or PLACEHOLDER.search(str(t.get("task") or "")):
+            continue  # a task building on an earlier result is about that result
+        if drift.unrelated(ctx.query, t, ctx.rs.drift.min_shared, ctx.words, lambda: ctx.query_words):
+            out.append(f"{_label(t)} shares no content with the query")
+    return out
+
+
 # ---------------------------------------------------------------- running them
 
 
 def check_plan(rs: RuleSet, query: str, output: Any, shown: Shown, catalog=None,
-               triggers: QueryTriggers | None = None) -> list[Verdict]:
+               triggers: QueryTriggers | None = None, examples: tuple[WorkedExample, ...] = ()) -> list[Verdict]:
     """All verdicts of the rule set's enabled rules for one plan."""
     trig = triggers if triggers is not None else triggers_for(rs).analyze(query)
     plan = parse_plan(output, shown)
-    ctx = RuleContext(query, plan, shown, rs, trig, tool_args_for(catalog))
+    ctx = RuleContext(query, plan, shown, rs, trig, tool_args_for(catalog), examples)
     out = []
     for entry in rs.rules:
         if not entry.enabled:
             continue
-        fn = RULES.get(entry.id)
-        if fn is None:
-            continue  # validated at load time by `unknown_rule_ids`
+        fn = RULES[entry.id]  # load_ruleset refuses unknown ids
         if plan.shape == "invalid" and entry.id != "task-count":
             continue
         for detail in fn(ctx):
@@ -383,4 +427,5 @@ def check_plan(rs: RuleSet, query: str, output: Any, shown: Shown, catalog=None,
 
 
 def unknown_rule_ids(rs: RuleSet) -> list[str]:
+    """Rule ids of a rule set without an implementation here (load_ruleset refuses them; kept for tests)."""
     return [r.id for r in rs.rules if r.id not in RULES]

@@ -1,4 +1,4 @@
-"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@1.yaml``).
+"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@2.yaml``).
 
 The file is data: codes, severities, bounds, trigger patterns. It is loaded with ``yaml.safe_load`` into the
 pydantic models below (unknown keys are rejected) and every pattern is compiled up front, so a bad regex is a
@@ -7,6 +7,7 @@ load error naming the file, line and field, never a crash halfway through a run.
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -15,11 +16,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mashbill.errors import SpecError
+from mashbill.factory.codes import RULE_IDS
 from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
 from mashbill.specs.yamlio import line_for
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@1.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@2.yaml"
 CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
 
 
@@ -60,6 +62,18 @@ class Trigger(_Strict):
     all: list[str] = []
     none: list[str] = []
     yields_to: list[str] = []  # intents that, when they fire, make this (generic) trigger redundant
+    requires: list[str] = []  # the trigger only runs when the masked query holds one of these (a cheap pre-check)
+
+
+class Units(_Strict):
+    """What pint's unit registry lacks or reads differently (validators/units.py): aliases map a word to a pint
+    unit of the same dimension; ignored words are never the unit a conversion starts from ("7 am to 9 pm")."""
+    aliases: dict[str, str] = {}
+    ignore: list[str] = []
+
+
+# Contexts computed in code rather than by a pattern (validators/triggers.py): usable in `all` and `none`.
+COMPUTED_CONTEXTS = {"unit_pair": "a quantity converted between two units of the same dimension (pint)"}
 
 
 class Intent(_Strict):
@@ -106,6 +120,25 @@ class PiiConfig(_Strict):
     severity: Literal["reject", "penalty", "flag"] = "flag"
 
 
+class Fidelity(_Strict):
+    """Argument fidelity: which tools' numbers must come from the query, which constants any plan may use, and the
+    unit names unit_convert's units are matched against (canonical name -> names a query may use)."""
+
+    tools: list[str] = ["calculate", "solve_equation", "statistics_calc", "prime_factorize", "gcd_lcm",
+                        "unit_convert", "date_add"]
+    constants: list[float] = [0, 1, 2, 3, 10, 100, 1000]
+    tolerance: float = Field(1e-6, gt=0, lt=0.1)
+    units: dict[str, list[str]] = {}
+
+
+class Drift(_Strict):
+    """No parroting, no drift (validators/drift.py)."""
+
+    parrot_share: float = Field(0.6, gt=0, le=1)  # share of an example task's words copied without being in the query
+    example_relevant: float = Field(0.3, gt=0, le=1)  # query/example-request similarity at which copying is fine
+    min_shared: int = Field(1, ge=1)  # content words a task must share with the query
+
+
 class Checks(_Strict):
     dedup: DedupConfig = DedupConfig()
     leakage: LeakageConfig = LeakageConfig()
@@ -125,8 +158,11 @@ class RuleSet(_Strict):
     contexts: dict[str, list[str]] = {}
     extra_contexts: dict[str, list[str]] = {}
     intents: dict[str, Intent] = {}
+    units: Units = Units()
     legal: LegalSpec | None = None
     research_before_code: ResearchBeforeCode | None = None
+    fidelity: Fidelity = Fidelity()
+    drift: Drift = Drift()
     checks: Checks = Checks()
 
     @model_validator(mode="after")
@@ -139,7 +175,7 @@ class RuleSet(_Strict):
         dupes = {c for c in codes if codes.count(c) > 1}
         if dupes:
             raise ValueError(f"duplicate rule codes: {sorted(dupes)}")
-        known = set(self.contexts) | set(self.extra_contexts)
+        known = set(self.contexts) | set(self.extra_contexts) | set(COMPUTED_CONTEXTS)
         both = set(self.contexts) & set(self.extra_contexts)
         if both:
             raise ValueError(f"contexts defined twice: {sorted(both)}")
@@ -151,6 +187,7 @@ class RuleSet(_Strict):
                 for other in t.yields_to:
                     if other not in self.intents or other == name:
                         raise ValueError(f"intent '{name}' yields to unknown intent '{other}'")
+        trigger_levels(self)  # refuses a yields_to cycle
         if self.research_before_code:
             for c in self.research_before_code.needs:
                 if c not in known:
@@ -165,6 +202,24 @@ class RuleSet(_Strict):
 
     def all_contexts(self) -> dict[str, list[str]]:
         return {**self.contexts, **self.extra_contexts}
+
+
+def trigger_levels(rs: "RuleSet") -> dict[str, list[int]]:
+    """Per intent, the evaluation level of each trigger: 0 without yields_to, else one more than the highest level
+    of the intents it yields to (the rule set refuses cycles at load time)."""
+    memo: dict[str, int] = {}
+
+    def intent_level(name: str, stack: tuple = ()) -> int:
+        if name not in memo:
+            if name in stack:
+                raise ValueError(f"yields_to cycle: {' -> '.join(stack + (name,))}")
+            memo[name] = max(trigger_level(t, stack + (name,)) for t in rs.intents[name].triggers)
+        return memo[name]
+
+    def trigger_level(t, stack: tuple) -> int:
+        return 1 + max(intent_level(y, stack) for y in t.yields_to) if t.yields_to else 0
+
+    return {name: [trigger_level(t, (name,)) for t in intent.triggers] for name, intent in rs.intents.items()}
 
 
 def _compile(pattern: str, where: str, path: Path, lines, loc: tuple) -> re.Pattern:
@@ -208,7 +263,19 @@ def _load_cached(path: str, mtime_ns: int, size: int) -> RuleSet:
     p = Path(path)
     rs, lines = load_model(p, RuleSet)
     _check_patterns(rs, p, lines)
+    _check_rule_ids(rs, p, lines)
     return rs
+
+
+def _check_rule_ids(rs: RuleSet, path: Path, lines) -> None:
+    """A rule id the code does not implement is refused here: a mistyped id would otherwise never run. The ids are
+    registered with their codes (factory/codes.py); a test checks that routing.RULES implements exactly them."""
+    for i, r in enumerate(rs.rules):
+        if r.id not in RULE_IDS:
+            close = difflib.get_close_matches(r.id, list(RULE_IDS), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(RULE_IDS))})"
+            raise SpecError(str(path), f"unknown rule id '{r.id}'{hint}", line=line_for(lines, ("rules", i, "id")),
+                            field=f"rules.{i}.id")
 
 
 def load_ruleset(path: str | Path = DEFAULT_RULES) -> RuleSet:

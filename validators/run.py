@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,12 +46,14 @@ class Options:
     rules: RuleSet | None = None
     audit_sample: int = 200
     spans: bool = True
+    apply_rules: bool = True  # file mode: the routing rules on rows whose target is a JSON plan
     dedup: bool = True
     pii: bool = True
     expectations: bool = True
     holdout: list[str] = field(default_factory=list)
     eval_files: list[str] = field(default_factory=list)
     base_dir: Path | None = None
+    spec: object = None  # file mode: the resolved --spec (its catalog, taxonomy and worked examples)
     seed: int = 0
     progress: Callable[[str], None] | None = None
 
@@ -171,7 +174,8 @@ def check_spans(rows: list[Row], opts: Options, report: Report) -> None:
             r.meta["margin"] = min(o.margin for o in outs)
     report.warnings.extend(engine.warnings)
     report.sections["span"] = {
-        **prof.describe(), "tokenizer_file": str(loaded.path), "examples": len(results),
+        **prof.describe(), "tokenizer_file": str(loaded.path), "tokenizer_source": loaded.facts,
+        "examples": len(results),
         "cut_policy": engine.policy.name, "cut_policy_reason": engine.policy.reason,
         "tokens": percentiles(totals), "target_tokens": percentiles(targets), "margin": percentiles(margins),
         "share_cut": round(cut / len(results), 6) if results else 0.0,
@@ -209,6 +213,63 @@ def check_dedup_and_leaks(rows: list[Row], opts: Options, report: Report, eval_r
         for k, vs in verdicts.items():
             report.add(k, vs)
         report.sections["leakage"] = {**summary, "sources": sources}
+
+
+_REQUEST = re.compile(r"(?:\nRequest:|<\|im_start\|>user\n|\n(?:User|Human):)\s*", re.IGNORECASE)
+
+
+def _system_and_query(row: Row) -> tuple[str | None, str | None]:
+    """The system prompt of a file row (where its taxonomy and examples are) and the request itself."""
+    ex = row.examples[0] if row.examples else None
+    if ex is not None and ex.messages:
+        system = next((m.get("content") for m in ex.messages if m.get("role") == "system"), None)
+        return system, row.query
+    if ex is not None and ex.text_prompt:  # a plain-text prompt: the request follows its last request marker
+        parts = _REQUEST.split(ex.text_prompt)
+        if len(parts) > 1:
+            return ex.text_prompt, parts[-1].split("<|im_end|>")[0].strip()
+        return ex.text_prompt, row.query
+    return None, row.query
+
+
+def _plan_of(row: Row):
+    t = (row.target or "").strip()
+    if not t[:1] in ("[", "{"):
+        return None
+    try:
+        return json.loads(t)
+    except json.JSONDecodeError:
+        return None
+
+
+def check_rules(rows: list[Row], opts: Options, report: Report) -> None:
+    """File mode: the routing rules on every row whose target is a JSON plan, through the one record checker."""
+    from mashbill.validators.checker import RecordChecker
+
+    spec = opts.spec
+    if not opts.apply_rules:
+        report.sections["rules"] = {"rule_set": None, "skipped": ["all rules: --no-rules"]}
+        return
+    if spec is not None and spec.spec.kind != "plan":
+        report.sections["rules"] = {"rule_set": None, "skipped": [f"all rules: --spec {spec.ref} is a "
+                                                                  f"{spec.spec.kind} spec, not a plan spec"]}
+        return
+    plans = [(r, _plan_of(r)) for r in rows if r.ok]
+    if spec is None and opts.rules is None and not any(p is not None for _, p in plans):
+        report.sections["rules"] = {"rule_set": None, "skipped": ["all rules: no --spec or --rules, and no row's "
+                                                                  "target is a JSON plan"]}
+        return
+    checker = RecordChecker.for_file(opts.ruleset(), spec)
+    counts: Counter = Counter()
+    for row, plan in plans:
+        system, query = _system_and_query(row)
+        if plan is None or not query:
+            checker.not_a_plan()
+            continue
+        found = checker.check(query, plan, None, system=system)
+        counts.update(v.code for v in found)
+        report.add(row.key, found)
+    report.sections["rules"] = {**checker.summary(), "counts": dict(counts)}
 
 
 def check_pii(rows: list[Row], opts: Options, report: Report) -> None:
@@ -284,6 +345,8 @@ def validate_file(path: str | Path, fmt: str, opts: Options) -> Report:
     for e in opts.eval_files:
         eval_rows += [r for r in read_rows(e, fmt) if r.ok]
     kind = "messages" if fmt == "messages" else fmt
+    _progress(opts, "routing rules")
+    check_rules(rows, opts, report)
     return run_checks(rows, kind, opts, report, eval_rows)
 
 
@@ -301,35 +364,12 @@ def _plan_meta(output) -> dict:
             "has_research": float("research" in cats), "single_task": float(len(tasks) == 1)}
 
 
-def _shown_for(record, rs) -> "Shown":
-    from mashbill.validators.plans import Shown
-
-    meta = record.meta or {}
-    if isinstance(meta.get("taxonomy_shown"), list):
-        return Shown(frozenset(meta["taxonomy_shown"]), dict(meta.get("taxonomy_renamed") or {}))
-    tax = rs.taxonomy
-    if tax is None:
-        return Shown(None)
-    names = set(tax.categories) | set(tax.structural)
-    renamed = {}
-    if rs.spec.taxonomy and rs.spec.taxonomy.variation:
-        for canon, alts in tax.variation.renames.items():
-            for a in alts:
-                names.add(a)
-                renamed[a] = canon
-        names |= set(tax.variation.novel)
-    return Shown(frozenset(names), renamed)
-
-
 def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False, write: bool = True,
                           run_id: str | None = None) -> Report:
     """Validate a spec's stored records and (by default) write the verdicts to the store."""
-    import fastjsonschema
-
     from mashbill.specs import canonical_json
-    from mashbill.validators.routing import check_plan
+    from mashbill.validators.checker import RecordChecker
     from mashbill.validators.spans import TrainingExample
-    from mashbill.validators.triggers import triggers_for
 
     records = store.records(spec_hash=rs.hash, status=None if include_all else "accepted")
     if not records:
@@ -344,21 +384,9 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     report = Report(f"{rs.ref} in {store.root}", rs.spec.kind)
     if opts.rules is None and rs.spec.rules:
         opts.rules = load_ruleset(rs.file_paths["rules"])
-    ruleset = opts.rules if rs.spec.rules else None
-    try:
-        schema_check = fastjsonschema.compile(rs.output_schema)
-    except Exception:
-        import jsonschema
-
-        v = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
-
-        def schema_check(value):
-            err = next(iter(v.iter_errors(value)), None)
-            if err is not None:
-                raise ValueError(err.message)
+    checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
     rows, eval_rows = [], []
     rule_counts: Counter = Counter()
-    trig = triggers_for(ruleset) if ruleset is not None else None
     for rec in records:
         meta = rec.meta or {}
         query = rec.input.get("query") if isinstance(rec.input, dict) else None
@@ -369,12 +397,9 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
         if rec.output is None:
             verdicts.append(Verdict("SCHEMA002", "reject", "the output is missing or did not parse as JSON", STAGE))
         else:
-            try:
-                schema_check(rec.output)
-            except Exception as exc:
-                msg = getattr(exc, "message", None) or str(exc)
-                verdicts.append(Verdict("SCHEMA001", "reject", f"output does not match {rs.spec.output_schema}: "
-                                        f"{msg}", STAGE))
+            found = checker.check(rec.input if isinstance(rec.input, dict) else {}, rec.output, meta)
+            rule_counts.update(v.code for v in found if v.code != "SCHEMA001")
+            verdicts += found
             if rs.spec.kind == "plan":
                 row.meta.update(_plan_meta(rec.output))
             elif isinstance(rec.output, dict):
@@ -382,10 +407,6 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
                     row.meta["label"] = rec.output["complexity"]
                 if isinstance(rec.output.get("experts"), list):
                     row.meta["n_experts"] = len(rec.output["experts"])
-        if ruleset is not None and rs.spec.kind == "plan" and rec.output is not None and query:
-            rv = check_plan(ruleset, query, rec.output, _shown_for(rec, rs), rs.catalog, trig.analyze(query))
-            rule_counts.update(v.code for v in rv)
-            verdicts += rv
         row.problems = []
         report.add(rec.id, verdicts)
         row.examples.append(TrainingExample(rec.id, tuple(rec.training_messages)))
@@ -393,8 +414,8 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
             eval_rows.append(row)
         else:
             rows.append(row)
-    if ruleset is not None:
-        report.sections["rules"] = {"rule_set": f"{ruleset.name}@{ruleset.version}", "counts": dict(rule_counts)}
+    if checker.ruleset is not None:
+        report.sections["rules"] = {**checker.summary(), "counts": dict(rule_counts)}
     report.sections["records_by_status"] = dict(Counter(r.status for r in records))
     if eval_rows:
         report.sections["eval_split"] = len(eval_rows)

@@ -7,19 +7,18 @@ A trainer profile names a tokenizer as one of:
 - a Hugging Face tokenizer folder (``tokenizer.json`` / ``tokenizer_config.json``) or a ``tokenizer.json``.
 
 Nothing is ever downloaded: ``HF_HUB_OFFLINE=1`` is set before transformers is imported and folders load
-with ``local_files_only``. GGUF files are read with transformers' own GGUF tokenizer builders; the file's
-metadata is read here because transformers' GGUF reader imports torch, which the validate extra does not
-install. A converted GGUF tokenizer is cached as ``tokenizer.json`` under ``~/.cache/mashbill/tokenizers``
-(keyed by path, size, mtime and the transformers version), so the next run loads in about a second.
+with ``local_files_only``. A Hugging Face folder (or ``tokenizer.json``) is what the trainer loads, so it is used as
+is. A GGUF's tokenizer is rebuilt to tokenize exactly as llama.cpp does on that file (``gguf_tokenizer``), checked
+against llama.cpp at load (``llamacpp_vocab``) and refused when it differs; it is cached as ``tokenizer.json`` with
+the check's outcome under ``$MASHBILL_CACHE/tokenizers`` (default ``~/.cache/mashbill``), keyed by path, size,
+mtime and the library versions, so the next run loads in about a second.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 import os
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,117 +50,69 @@ def _offline() -> None:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("MASHBILL_CACHE_DIR", Path.home() / ".cache" / "mashbill")) / "tokenizers"
+    base = os.environ.get("MASHBILL_CACHE") or os.environ.get("MASHBILL_CACHE_DIR") or Path.home() / ".cache" / "mashbill"
+    return Path(base) / "tokenizers"
 
 
-# ---------------------------------------------------------------- GGUF metadata
+# ---------------------------------------------------------------- GGUF files
 
-_KV_FORMAT = {0: "<B", 1: "<b", 7: "<?", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-def read_gguf_metadata(path: Path) -> dict:
-    """All key/value metadata of a GGUF file (arrays of strings included); tensors are not touched."""
-    try:
-        with open(path, "rb") as f:
-            blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
-        raise TokenizerLoadError(f"{path}: cannot read the GGUF file: {exc}") from None
-    try:
-        if blob[:4] != b"GGUF":
-            raise TokenizerLoadError(f"{path}: not a GGUF file (no GGUF magic bytes)")
-        version, _tensors, count = struct.unpack_from("<IQQ", blob, 4)
-        if version not in (2, 3):
-            raise TokenizerLoadError(f"{path}: GGUF version {version} is not supported (2 and 3 are)")
-        pos = 24
-
-        def string(pos: int) -> tuple[str, int]:
-            (n,) = struct.unpack_from("<Q", blob, pos)
-            return blob[pos + 8: pos + 8 + n].decode("utf-8", errors="replace"), pos + 8 + n
-
-        meta: dict = {}
-        for _ in range(count):
-            key, pos = string(pos)
-            (vtype,) = struct.unpack_from("<I", blob, pos)
-            pos += 4
-            if vtype in _KV_FORMAT:
-                (value,) = struct.unpack_from(_KV_FORMAT[vtype], blob, pos)
-                pos += struct.calcsize(_KV_FORMAT[vtype])
-            elif vtype == 8:
-                value, pos = string(pos)
-            elif vtype == 9:
-                etype, n = struct.unpack_from("<IQ", blob, pos)
-                pos += 12
-                if etype in _KV_FORMAT:
-                    width = struct.calcsize(_KV_FORMAT[etype])
-                    value = list(struct.unpack_from(f"<{n}{_KV_FORMAT[etype][1]}", blob, pos))
-                    pos += n * width
-                elif etype == 8:
-                    value = []
-                    for _ in range(n):
-                        s, pos = string(pos)
-                        value.append(s)
-                else:
-                    raise TokenizerLoadError(f"{path}: metadata key {key} holds an array of type {etype}")
-            else:
-                raise TokenizerLoadError(f"{path}: metadata key {key} has unknown type {vtype}")
-            meta[key] = value
-        return meta
-    except struct.error:
-        raise TokenizerLoadError(f"{path}: truncated or corrupt GGUF metadata") from None
-    finally:
-        blob.close()
+# Bump when the way a GGUF tokenizer is built changes, so that no cached build of an older recipe is reused.
+_BUILD_VERSION = "llamacpp-exact-1"
 
 
 def _gguf_tokenizer(path: Path):
-    """Build the HF fast tokenizer a GGUF describes (cached as tokenizer.json + config)."""
+    """The tokenizer a GGUF file describes, exactly as llama.cpp tokenizes it (see gguf_tokenizer), checked against
+    llama.cpp at load when llama-cpp-python is installed; cached as tokenizer.json + config with the check's outcome.
+    Returns (PreTrainedTokenizerFast, facts)."""
     _offline()
+    import tokenizers
     import transformers
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 
+    from mashbill.validators import gguf_tokenizer, llamacpp_vocab
+
     st = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{transformers.__version__}".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{transformers.__version__}|"
+                         f"{tokenizers.__version__}|{_BUILD_VERSION}".encode()).hexdigest()[:24]
     cdir = cache_dir() / key
-    if (cdir / "tokenizer.json").is_file() and (cdir / "config.json").is_file():
+    backend = cfg = facts = None
+    if all((cdir / n).is_file() for n in ("tokenizer.json", "config.json", "facts.json")):
         try:
             backend = Tokenizer.from_file(str(cdir / "tokenizer.json"))
             cfg = json.loads((cdir / "config.json").read_text(encoding="utf-8"))
-            return PreTrainedTokenizerFast(tokenizer_object=backend, **cfg)
+            facts = json.loads((cdir / "facts.json").read_text(encoding="utf-8"))
         except Exception:  # a damaged cache entry is rebuilt below
-            pass
-    from transformers.integrations.gguf.gguf_tokenizer_mapping import (
-        GGUF_TOKENIZER_MAPPING, _SPECIAL_TOKENS, convert_gguf_tokenizer)
-
-    meta = read_gguf_metadata(path)
-    if "tokenizer.ggml.tokens" not in meta:
-        raise TokenizerLoadError(f"{path}: the GGUF file holds no tokenizer (no tokenizer.ggml.tokens)")
-    arch = meta.get("general.architecture", "")
-    grouped = {group: {name: meta[f"tokenizer.{k}"] for k, name in renames.items() if f"tokenizer.{k}" in meta}
-               for group, renames in GGUF_TOKENIZER_MAPPING.items()}
-    tdict, cfg = grouped["tokenizer"], grouped["tokenizer_config"]
-    if tdict.get("tokenizer_type") == "llama":
-        cfg.setdefault("add_bos_token", True)
-    elif tdict.get("tokenizer_type") == "gemma4":
-        cfg["add_bos_token"] = False
-    for name, k in _SPECIAL_TOKENS.items():
-        tid = meta.get(f"tokenizer.ggml.{k}")
-        cfg[name] = tdict["tokens"][tid] if tid is not None and tid < len(tdict["tokens"]) else None
-    try:
-        backend, extra = convert_gguf_tokenizer(arch, tdict)
-    except Exception as exc:
-        raise TokenizerLoadError(f"{path}: transformers cannot build a tokenizer from this GGUF: {exc}") from None
-    cfg.update(extra)
-    cfg = {k: v for k, v in cfg.items() if v is not None}
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, **cfg)
+            backend = None
+    if backend is None:
+        meta = gguf_tokenizer.read_metadata(path)
+        backend, cfg, family = gguf_tokenizer.build(path, meta)
+        facts = {"source": "gguf", "family": family, "verified_family": family in gguf_tokenizer.VERIFIED,
+                 "llamacpp_check": None}
+    if facts.get("llamacpp_check") is None and llamacpp_vocab.available():
+        specials = [t.content for t in backend.get_added_tokens_decoder().values()]
+        n, diff = llamacpp_vocab.check(backend, path, specials)
+        facts["llamacpp_check"] = {"strings": n, "difference": diff}
     try:
         cdir.mkdir(parents=True, exist_ok=True)
-        tmp = cdir / f"tokenizer.json.tmp-{os.getpid()}"
-        backend.save(str(tmp))
-        tmp.replace(cdir / "tokenizer.json")
-        (cdir / "config.json").write_text(json.dumps(cfg, ensure_ascii=False), encoding="utf-8")
+        for name, write in (("tokenizer.json", lambda p: backend.save(str(p))),
+                            ("config.json", lambda p: p.write_text(json.dumps(cfg, ensure_ascii=False), "utf-8")),
+                            ("facts.json", lambda p: p.write_text(json.dumps(facts, ensure_ascii=False), "utf-8"))):
+            tmp = cdir / f"{name}.tmp-{os.getpid()}"
+            write(tmp)
+            tmp.replace(cdir / name)
     except OSError:
         pass  # the cache is an optimisation only
-    return tok
+    check = facts.get("llamacpp_check")
+    if check is not None and check["difference"] is not None:
+        raise TokenizerLoadError(f"{path}: the tokenizer rebuilt from this GGUF ({facts['family']}) does not tokenize "
+                                 f"as llama.cpp does on {check['difference']}; it is refused rather than approximated "
+                                 "(use the model's Hugging Face tokenizer folder instead)")
+    if check is None and not facts["verified_family"]:
+        raise TokenizerLoadError(f"{path}: tokenizer family {facts['family']} is not verified against llama.cpp and "
+                                 "llama-cpp-python is not installed to check it at load (pip install "
+                                 "'mashbill[embedded]'); it is refused rather than approximated")
+    return PreTrainedTokenizerFast(tokenizer_object=backend, **cfg), facts
 
 
 def _folder_tokenizer(path: Path):
@@ -210,6 +161,9 @@ class LoadedTokenizer:
     tok: object  # transformers PreTrainedTokenizerFast
     name: str = ""
     info: dict = field(default_factory=dict)
+    # where the tokenizer came from and how it was checked: source ("gguf" | "hf-folder" | "tokenizer.json"),
+    # family, llamacpp_check ({"strings": n, "difference": None} when checked at load)
+    facts: dict = field(default_factory=dict)
 
     @property
     def backend(self):
@@ -227,14 +181,16 @@ def load_tokenizer(ref: str, base_dir: Path | None = None) -> LoadedTokenizer:
     if key in _LOADED:
         return _LOADED[key]
     if path.is_file() and path.suffix == ".gguf":
-        tok = _gguf_tokenizer(path)
+        tok, facts = _gguf_tokenizer(path)
     elif path.is_file() and path.suffix != ".json":
         raise TokenizerLoadError(f"{path}: not a tokenizer (expected a folder, a .gguf file or a tokenizer.json)")
     else:
         tok = _folder_tokenizer(path)
+        # the trainer loads this very file: it is the truth, used as is
+        facts = {"source": "tokenizer.json" if path.is_file() else "hf-folder", "family": None}
     if getattr(tok, "backend_tokenizer", None) is None:
         raise TokenizerLoadError(f"{path}: only fast (Rust) tokenizers are supported")
-    loaded = LoadedTokenizer(ref, path, tok, name=path.name)
+    loaded = LoadedTokenizer(ref, path, tok, name=path.name, facts=facts)
     _LOADED[key] = loaded
     return loaded
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mashbill.validators.ruleset import RuleSet, law_alternation
+from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
 
 _FLAGS = 0  # case-insensitivity comes from lower-casing both the text and the patterns (see _lower_pattern)
 
@@ -133,8 +133,18 @@ class Triggers:
         self.contexts = {name: _alt(pats) for name, pats in rs.all_contexts().items()}
         self.intents = []
         for name, intent in rs.intents.items():
-            trig = [(_alt(t.any), tuple(t.all), tuple(t.none), tuple(t.yields_to)) for t in intent.triggers]
+            trig = [(_alt(t.any), tuple(t.all), tuple(t.none), tuple(t.yields_to),
+                     re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
+                    for t in intent.triggers]
             self.intents.append((name, tuple(intent.tools), trig))
+        # Triggers grouped by level, each level in intent order: a trigger runs after every trigger of the intents
+        # it yields to
+        levels = trigger_levels(rs)
+        self.by_level = []
+        for lv in sorted({lv for lvs in levels.values() for lv in lvs}):
+            group = [(name, tools, [t for t, tl in zip(trig, levels[name]) if tl == lv]) for name, tools, trig in self.intents]
+            self.by_level.append([g for g in group if g[2]])
+        self._units = None
         self.citations = []
         self.laws = []
         if rs.legal:
@@ -144,6 +154,14 @@ class Triggers:
         rbc = rs.research_before_code
         self.impl = _alt(rbc.domain) if rbc else None
         self.impl_needs = tuple(rbc.needs) if rbc else ()
+
+    def units(self):
+        """The unit matcher (pint is loaded on its first use, not here)."""
+        if self._units is None:
+            from mashbill.validators.units import matcher
+
+            self._units = matcher(self.rs.units.aliases, self.rs.units.ignore)
+        return self._units
 
     def mask(self, query: str) -> str:
         """Apply the masks in order (to lower-cased text). A mask whose `requires` strings are all absent is
@@ -166,23 +184,32 @@ class Triggers:
         same = len(lowered) == len(query)  # lower-casing kept the offsets (true but for a few rare letters)
         masked = self.mask(lowered)
         memo: dict[str, bool] = {}
+        computed: dict[str, str] = {}  # evidence of the computed contexts
 
         def has(name: str) -> bool:  # contexts are evaluated lazily, each at most once
             v = memo.get(name)
             if v is None:
-                v = memo[name] = self.contexts[name].search(masked) is not None
+                if name == "unit_pair":
+                    found = self.units().find(query)
+                    v = memo[name] = found is not None
+                    if found:
+                        computed[name] = found
+                else:
+                    v = memo[name] = self.contexts[name].search(masked) is not None
             return v
 
         intents: dict[str, tuple[str, ...]] = {}
         evidence: dict[str, str] = {}
         # Triggers without yields_to first; a generic trigger then only counts when none of the intents it
         # yields to fired (a "compute" in "compute the mean of 4, 8, 15" is the statistics intent, not a second one).
-        for yielding in (False, True):
-            for name, tools, trig in self.intents:
+        for level in self.by_level:
+            for name, tools, trig in level:
                 if name in intents:
                     continue
-                for rx, need, forbid, yields in trig:
-                    if bool(yields) != yielding or any(y in intents for y in yields):
+                for rx, need, forbid, yields, req in trig:
+                    if yields and any(y in intents for y in yields):
+                        continue
+                    if req is not None and req.search(masked) is None:
                         continue
                     if not all(has(c) for c in need):
                         continue
@@ -190,7 +217,7 @@ class Triggers:
                     if m is None or any(has(c) for c in forbid):
                         continue
                     intents[name] = tools
-                    evidence[name] = m.group(0)
+                    evidence[name] = next((computed[c] for c in need if c in computed), m.group(0))
                     break
 
         def original(m) -> str:
@@ -208,7 +235,7 @@ class Triggers:
             if m and all(has(c) for c in self.impl_needs):
                 impl = original(m)
         niche = None
-        if "niche_domain" in self.contexts:
+        if "niche_domain" in self.contexts and memo.get("niche_domain") is not False:  # known absent: no search
             m = self.contexts["niche_domain"].search(masked)
             niche = m.group(0) if m else None
             memo["niche_domain"] = m is not None

@@ -2,15 +2,14 @@
 
 A correction is the text of the `correction` question. It counts only when it differs from the
 teacher's output (the question starts pre-filled with it). It must parse as JSON (PARSE001), match
-the spec's output schema (SCHEMA001) and pass the spec's record checks from
-`mashbill.validators.record_checks` (the routing rules, with the codes `mashbill validate` stores).
+the spec's output schema (SCHEMA001) and pass the one record checker's rules
+(`mashbill.validators.checker.RecordChecker`, with the codes `mashbill validate` stores).
 A reject-severity finding makes it invalid: it is stored with its issues and
 `correction_valid = false`, and curation does not use it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -32,16 +31,15 @@ class CorrectionCheck:
 
 
 def rule_checker(rs: ResolvedSpec) -> RuleCheck | None:
-    """The spec's record checks (routing rules) over a candidate output; None for specs without any."""
-    from mashbill.validators import record_checks
+    """The spec's rules over a candidate output (stage "review"); None for specs without a rule set."""
+    from mashbill.validators.checker import RecordChecker
 
-    checks = record_checks(rs, stage="review")
-    if not checks:
+    checker = RecordChecker.for_spec(rs)
+    if checker.ruleset is None:
         return None
 
     def check(record: Record, value: Any) -> list[Verdict]:
-        candidate = dataclasses.replace(record, output=value)
-        return [v for c in checks for v in c(candidate)]
+        return checker.check(record.input or {}, value, record.meta, schema=False, stage="review")
 
     return check
 

@@ -1,6 +1,6 @@
 """What a review dataset looks like: its fields, questions, metadata and guidelines, and one record in it.
 
-One Argilla dataset per spec version (`plan-moe@1`). Names used here are the contract with pull:
+One Argilla dataset per spec version (`plan-moe@2`). Names used here are the contract with pull:
 
     fields     query, output (the plan rendered readably), taxonomy (what the teacher was shown), verdicts
     questions  decision (accept | reject, required), correction (the corrected output as JSON text),

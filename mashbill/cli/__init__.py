@@ -20,13 +20,18 @@ SUBCOMMANDS = {
     "generate": "generate",
     "quickstart": "quickstart",
     "sql": "sql",
+    "dump": "dump",
     "export": "export",
+    "release": "release",
+    "predict": "predict",
     "validate": "validate",
     "merge": "merge",
     "slurm": "slurm",
     "snapshot": "snapshot",
     "report": "report",
     "review": "review",
+    "codes": "codes",
+    "router": "router",
     "train": "train",
 }
 

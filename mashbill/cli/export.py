@@ -1,21 +1,105 @@
-"""`mashbill export SPEC`: write a spec's stored records to Parquet (atomically)."""
+"""`mashbill export onnx|gguf RUN`: a training run folder -> CPU artifacts with parity or verification reports.
+
+(Record dumps to Parquet are `mashbill dump SPEC`.)
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
-from mashbill.cli._common import out, store_option
+from mashbill.cli._common import out
 
 
-@click.command()
-@click.argument("spec")
-@store_option
-def command(spec, store_path):
-    """Write SPEC's records (all statuses) to STORE/parquet/NAME@VERSION/records.parquet."""
-    from mashbill.factory.store import Store
-    from mashbill.specs import find_spec, load_spec
+def _common(f):
+    f = click.option("--json", "as_json", is_flag=True, help="Print the export manifest as JSON.")(f)
+    f = click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Store whose snapshots/ holds the run's snapshot (default: the snapshot folder the "
+                          "run's lineage records).")(f)
+    f = click.option("--snapshot", "snapshot", default=None,
+                     help="The run's snapshot: a folder or NAME@VERSION (default: the one in lineage.json).")(f)
+    f = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Export folder to create (default: ./mashbill-exports/RUN-KIND).")(f)
+    return click.argument("run", type=click.Path(path_type=Path))(f)
 
-    rs = load_spec(find_spec(spec))
-    with Store.open(store_path, create=False) as store:
-        path = store.export_parquet(rs.spec.name, rs.spec.version, rs.hash)
-    out.print(str(path))
+
+@click.group()
+def command():
+    """Export a trained student for CPUs: ONNX INT8 (classifiers) or GGUF Q8_0/Q4_K_M (LoRA planners).
+
+    Each export folder holds the artifacts, their parity or verification report and export.json (spec
+    hashes -> snapshot id -> run -> artifacts with sha256), and is written whole or not at all.
+
+    \b
+    Example:
+      mashbill export onnx ./mashbill-runs/router --store ./mashbill-data
+      mashbill export gguf ./mashbill-runs/planner --store ./mashbill-data
+    """
+
+
+def _report(path: Path, m: dict, as_json: bool) -> None:
+    if as_json:
+        out.print_json(json.dumps(m))
+        return
+    out.print(f"[bold]{path}[/bold]  ({m['kind']}, run {m['run']['run_id']}, snapshot {m['snapshot']['ref']} "
+              f"{m['snapshot']['snapshot_id'][:12]})")
+    for name, a in m["artifacts"].items():
+        out.print(f"  {name:<12} {a['path']:<34} {a['bytes']:>11,d} B  sha256 {a['sha256'][:16]}")
+
+
+@command.command()
+@_common
+@click.option("--max-length", default=64, show_default=True, help="Tokens per request (truncation).")
+@click.option("--latency-samples", default=300, show_default=True, help="Timed requests per graph and thread count.")
+def onnx(run, out_dir, snapshot, store_path, as_json, max_length, latency_samples):
+    """Classifier RUN -> model.onnx (opset 18, dynamic batch/sequence) + model.int8.onnx, with parity on the
+    snapshot's eval split (agreement, accuracy drop, max logit difference) and latency at 1 and 2 threads
+    (p50/p95/p99, tokenization included) in parity.json.
+
+    \b
+    Example:
+      mashbill export onnx ./mashbill-runs/router --store ./mashbill-data --out ./exports/router-onnx
+    """
+    from mashbill.exporters.build import export_onnx
+
+    path, m = export_onnx(run, out=out_dir, snapshot=snapshot, store=store_path, max_length=max_length,
+                          latency_samples=latency_samples)
+    _report(path, m, as_json)
+    if not as_json:
+        p = m["reports"]["parity"]
+        i8, lat = p["parity"]["int8"], p["latency"]["int8_threads1"]
+        out.print(f"  int8: agreement {i8['agreement']:.4f}, accuracy drop {i8['accuracy_drop_points']} points, "
+                  f"max logit diff {i8['max_abs_logit_diff']}; 1 thread p50 {lat['p50_ms']} ms, p99 {lat['p99_ms']} ms")
+
+
+@command.command()
+@_common
+@click.option("--quant", "quants", multiple=True, default=("q8_0", "q4_k_m"), show_default=True,
+              type=click.Choice(["q8_0", "q4_k_m"]), help="Quantizations to write (repeat the option).")
+@click.option("--verify-limit", type=int, default=None, help="Verify on the first N eval rows (default: all).")
+@click.option("--threads", default=2, show_default=True)
+@click.option("--max-tokens", default=256, show_default=True, help="Token budget per verified answer.")
+def gguf(run, out_dir, snapshot, store_path, as_json, quants, verify_limit, threads, max_tokens):
+    """LoRA RUN -> merged model -> model.f16.gguf -> model.q8_0.gguf, model.q4_k_m.gguf, verified on the
+    snapshot's eval split with schema-constrained decoding (schema-valid rate, rule-pass rate, exact match,
+    answer flips between files) in verify.json, plus an Ollama Modelfile.
+
+    \b
+    Example:
+      mashbill export gguf ./mashbill-runs/planner --store ./mashbill-data --verify-limit 20
+    """
+    from mashbill.exporters.build import export_gguf
+
+    path, m = export_gguf(run, out=out_dir, snapshot=snapshot, store=store_path, quants=tuple(quants),
+                          verify_limit=verify_limit, threads=threads, max_tokens=max_tokens)
+    _report(path, m, as_json)
+    if not as_json:
+        v = m["reports"]["verify"]
+        for name, s in v["files"].items():
+            out.print(f"  {name:<7} schema-valid {s['schema_valid_rate']:.2f}  rule-pass {s['rule_pass_rate']:.2f}  "
+                      f"exact {s['exact_match']:.2f}  {s['tokens_per_s']} tok/s")
+        for pair, f in v["flips"].items():
+            out.print(f"  {pair}: {f['answers_differ']}/{f['n']} answers differ, {f['right_to_wrong']} right->wrong, "
+                      f"{f['wrong_to_right']} wrong->right")

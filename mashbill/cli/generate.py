@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 import click
@@ -13,13 +12,13 @@ from mashbill.cli._common import RunProgress, console, out, print_summary, sigte
 from mashbill.errors import MashbillError
 
 
-def parse_shard(value: str | None) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    m = re.fullmatch(r"(\d+)/(\d+)", value)
-    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
-        raise click.BadParameter(f"expected i/n with 0 <= i < n, found {value!r}")
-    return int(m.group(1)), int(m.group(2))
+def _shard(value: str | None) -> tuple[int, int] | None:
+    from mashbill.factory.shards import parse_shard
+
+    try:
+        return parse_shard(value, strict=True)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 class LiveProgress(RunProgress):
@@ -99,21 +98,35 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
                             f"'{rs.spec.teacher.backend}'")
     checks = []
     if validate:
-        from mashbill.validators import record_checks  # the spec's routing rules, per record, as it is stored
+        from mashbill.validators.checker import RecordChecker  # the spec's rules, per record, as it is stored
 
-        checks = record_checks(rs)
+        checker = RecordChecker.for_spec(rs)
+        checks = [checker.factory_check()] if checker.ruleset is not None else []
+    from mashbill.factory.outcomes import model_views
+
+    summaries = []
     with Store.open(store_path) as store:
-        teacher = make_teacher(rs.spec.teacher, **teacher_kwargs(rs, threads=threads, grammar=grammar,
-                                                                 base_url=base_url, concurrency=concurrency))
-        try:
-            if hasattr(teacher, "check_schema"):  # the preflight: fails before any bulk work
-                teacher.check_schema(rs.output_schema)
-            with LiveProgress(rs.ref, enabled=progress) as bar:
-                summary = generate(rs, store, teacher, limit=limit, shard=shard, checks=checks, on_progress=bar,
-                                   args=args)
-        finally:
-            teacher.close()
-    return summary
+        # an outcome spec runs each of its models through the same loop (its view adds the model to every input)
+        for model_name, view in model_views(rs):
+            teacher = make_teacher(view.spec.teacher, **teacher_kwargs(view, threads=threads, grammar=grammar,
+                                                                       base_url=base_url, concurrency=concurrency))
+            try:
+                if hasattr(teacher, "check_schema"):  # the preflight: fails before any bulk work
+                    teacher.check_schema(rs.output_schema)
+                label = rs.ref if view is rs else f"{rs.ref} {model_name}"
+                with LiveProgress(label, enabled=progress) as bar:
+                    summaries.append(generate(view, store, teacher, limit=limit, shard=shard, checks=checks,
+                                              on_progress=bar, args=args))
+            finally:
+                teacher.close()
+            if summaries[-1].status != "completed":
+                break
+        if rs.spec.kind == "outcome" and all(s.status == "completed" for s in summaries):
+            from mashbill.factory.outcomes import materialize
+
+            materialize(store, rs)
+    # one summary per model for an outcome spec, else the run's summary
+    return summaries if rs.spec.kind == "outcome" else summaries[0]
 
 
 @click.command()
@@ -145,19 +158,20 @@ def command(spec, store_path, limit, shard, threads, grammar, base_url, concurre
     """
     sigterm_as_interrupt()
     try:
-        summary = run_generate(spec, store_path, limit=limit, shard=parse_shard(shard), threads=threads,
+        summary = run_generate(spec, store_path, limit=limit, shard=_shard(shard), threads=threads,
                                grammar=grammar, progress=not no_progress and not as_json,
                                args={"limit": limit, "shard": shard, "concurrency": concurrency},
                                base_url=base_url, concurrency=concurrency)
     except KeyboardInterrupt:
         raise MashbillError("interrupted; the batches already stored are kept, re-run the same command to resume")
-    if as_json:
-        out.print_json(json.dumps(summary.as_dict()))
-    else:
-        print_summary(summary)
-        print_accounting(summary)
-    if summary.status == "aborted_preflight":
-        raise MashbillError(summary.stop_reason or "preflight failed")
-    if summary.status == "aborted":
-        click.echo(f"stopped: {summary.stop_reason}", err=True)
-        sys.exit(3)
+    for summary in (summary if isinstance(summary, list) else [summary]):
+        if as_json:
+            out.print_json(json.dumps(summary.as_dict()))
+        else:
+            print_summary(summary)
+            print_accounting(summary)
+        if summary.status == "aborted_preflight":
+            raise MashbillError(summary.stop_reason or "preflight failed")
+        if summary.status == "aborted":
+            click.echo(f"stopped: {summary.stop_reason}", err=True)
+            sys.exit(3)

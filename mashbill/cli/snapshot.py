@@ -164,8 +164,11 @@ def diff(a, b, store_path, snapshots_dir, as_json):
 
 @command.command()
 @click.argument("ref")
-@click.option("--format", "fmt", type=click.Choice(["messages", "prompt-completion", "preference", "classification"]),
-              default="messages", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["messages", "prompt-completion", "preference", "classification",
+                                                    "router", "outcomes", "transitions", "triplets"]),
+              default="messages", show_default=True,
+              help="Router snapshots (outcomes, transitions, triplets) take their own formats; messages means "
+                   "their default.")
 @store_option
 @dir_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),

@@ -18,8 +18,9 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False), default="mashbill-data", show_default=True,
               help="Store folder (spec mode).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Validate TARGET as a dataset file of this format.")
-@click.option("--spec", "profile_spec", help="File mode: take the trainer profile, rules and holdout sets from this "
-                                             "spec (command-line options still win).")
+@click.option("--spec", "profile_spec", help="File mode: take the trainer profile, rules, tool catalog, taxonomy, "
+                                             "worked examples and holdout sets from this spec (command-line options "
+                                             "still win). Without it, each row's system prompt gives the taxonomy.")
 @click.option("--tokenizer", help="HF tokenizer folder, .gguf file or embedded:NAME (default: the spec's).")
 @click.option("--chat-template", help="'chatml' (with generation markers), a .jinja file or template text "
                                       "(default: the tokenizer's own).")
@@ -32,22 +33,24 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--eval", "eval_files", multiple=True, type=click.Path(dir_okay=False),
               help="File mode: the eval split (same format); training rows must not leak into it.")
 @click.option("--rules", "rules_file", type=click.Path(dir_okay=False), help="Rule set file (default: the spec's, "
-                                                                              "else moe-routing@1).")
+                                                                              "else moe-routing@2).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here.")
 @click.option("--redact-to", type=click.Path(dir_okay=False),
               help="File mode: also write a copy with e-mails, phone numbers, IBANs and names replaced.")
 @click.option("--audit-sample", type=click.IntRange(0), default=200, show_default=True,
-              help="Examples re-checked with a full render+tokenize; any mismatch fails the run.")
+              help="Examples (stratified by shape) re-checked with a full render+tokenize and a second tokenizer "
+                   "(llama.cpp's for a GGUF); any difference fails the run.")
 @click.option("--all", "include_all", is_flag=True, help="Spec mode: also records rejected at generation.")
 @click.option("--no-write", is_flag=True, help="Spec mode: do not write verdicts to the store.")
 @click.option("--no-spans", is_flag=True, help="Skip the token-span check.")
+@click.option("--no-rules", is_flag=True, help="File mode: skip the routing rules.")
 @click.option("--no-dedup", is_flag=True, help="Skip duplicate detection.")
 @click.option("--no-pii", is_flag=True, help="Skip the personal-data scan.")
 @click.option("--no-expectations", is_flag=True, help="Skip the Great Expectations suite.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary table.")
 def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_seq_len, truncation_side, loss,
             holdout, eval_files, rules_file, report_path, redact_to, audit_sample, include_all, no_write, no_spans,
-            no_dedup, no_pii, no_expectations, quiet):
+            no_rules, no_dedup, no_pii, no_expectations, quiet):
     """Validate a spec's stored records, or a dataset file.
 
     \b
@@ -65,7 +68,8 @@ def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_
     from mashbill.validators.run import Options, Profile
 
     progress = None if quiet else (lambda msg: click.echo(f"  checking {msg} ...", err=True))
-    opts = Options(audit_sample=audit_sample, spans=not no_spans, dedup=not no_dedup, pii=not no_pii,
+    opts = Options(audit_sample=audit_sample, spans=not no_spans, apply_rules=not no_rules, dedup=not no_dedup,
+                   pii=not no_pii,
                    expectations=not no_expectations, holdout=list(holdout), eval_files=list(eval_files),
                    progress=progress)
     if rules_file:
@@ -81,6 +85,7 @@ def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_
             from mashbill.specs import find_spec, load_spec
 
             rs = load_spec(find_spec(profile_spec))
+            opts.spec = rs
             spec_profile = rs.spec.trainer_profile
             opts.base_dir = rs.path.parent
             opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
@@ -141,7 +146,13 @@ def _print(report, report_path) -> None:
         m = span["margin"]
         click.echo(f"  margin: p50 {m['p50']}  min {m['min']}   targets cut: "
                    f"{span['share_cut'] * 100:.1f}%   [{span['cut_policy']} cuts, audit "
-                   f"{span['audit']['audited']} ok]")
+                   f"{span['audit']['audited']} ok{_cross(span['audit'].get('cross_check'))}]")
+    rules = d.get("rules")
+    if rules:
+        src = ", ".join(f"{k} {v}" for k, v in rules.get("taxonomy_from", {}).items())
+        click.echo(f"  rules: {rules.get('rule_set') or 'none'}" + (f" (taxonomy from {src})" if src else ""))
+        for s in rules.get("skipped", []):
+            click.echo(f"    skipped: {s}")
     for sec, label in (("dedup", "duplicates"), ("leakage", "leakage"), ("pii", "personal data")):
         if sec in d:
             click.echo(f"  {label}: " + ", ".join(f"{k} {v}" for k, v in d[sec].items() if not isinstance(v, list)))
@@ -168,6 +179,14 @@ def _print(report, report_path) -> None:
     verdict = "FAIL" if not d["ok"] else "ok"
     click.echo(f"{verdict}: {d['rejected_records']} of {d['records']} record(s) rejected"
                + (f"; report: {report_path}" if report_path else ""))
+
+
+def _cross(cross: dict | None) -> str:
+    if not cross:
+        return ""
+    if cross.get("tokenizer") is None:
+        return f", cross-check skipped: {cross.get('skipped')}"
+    return f", {cross['compared']} cross-checked with {cross['tokenizer']}"
 
 
 __all__ = ["command", "MashbillError"]

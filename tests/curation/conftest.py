@@ -1,6 +1,6 @@
 """A small plan library and stores of validated records, written the way generate + validate write them.
 
-The plans are hand-written to pass the real routing rules (shared/rules/moe-routing@1.yaml); the
+The plans are hand-written to pass the real routing rules (shared/rules/moe-routing@2.yaml); the
 validation marks come from Store.record_validation, exactly as `mashbill validate` stores them.
 """
 
@@ -80,7 +80,15 @@ SEEDS = [
     ("Translate 'The delivery will be delayed' into German.", "en", "translation", one("translation")),
     ("Übersetze ins Englische: 'Bitte bestätigen Sie den Termin.'", "de", "translation", one("translation")),
 ]
-PLANS = {q: plan for q, _, _, plan in SEEDS}
+GENERIC = {"Answer the request", "Answer with specialist knowledge"}
+
+
+def _about(plan: list, query: str) -> list:
+    """An expert sees only its own task, so a generic task text carries the request (DRIFT001 rejects it otherwise)."""
+    return [{**t, "task": f"{t['task']}: {query}"} if t["task"] in GENERIC else t for t in plan]
+
+
+PLANS = {q: _about(plan, q) for q, _, _, plan in SEEDS}
 
 
 def spec_yaml(name: str, *, kind: str = "plan", curation: dict | None = None, extra: dict | None = None,
@@ -93,9 +101,9 @@ def spec_yaml(name: str, *, kind: str = "plan", curation: dict | None = None, ex
                    "teacher": {"system": "{{ rules_short }}\n{{ tool_catalog }}", "user": "{{ taxonomy }}\n{{ query }}"},
                    "training": {"system": "CATEGORIES:\n{{ taxonomy }}\n\n{{ rules_short }}", "user": "{{ query }}"}},
         "taxonomy": {"file": "../shared/taxonomy/moe-experts@1.yaml", "variation": False},
-        "tools": {"file": "../shared/tools/precision-tools@1.yaml"},
+        "tools": {"file": "../shared/tools/precision-tools@2.yaml"},
         "output_schema": "../shared/schemas/plan@1.json",
-        "rules": "../shared/rules/moe-routing@1.yaml",
+        "rules": "../shared/rules/moe-routing@2.yaml",
         "teacher": {"sampling": {"temperature": 0.2, "max_tokens": 160}},
         "trainer_profile": {"tokenizer": "embedded:smollm2-135m-instruct", "max_seq_len": 1024},
     }

@@ -76,8 +76,8 @@ def test_quota_unit_rules():
     assert oversample(b2, {"b/en": ["k4"]}, Quotas(per_cell=3, oversample=True), "t@1") == {"k4": 1}
     with pytest.raises(MashbillError, match="'a'.*not a cell of the dimensions x/lang"):
         apply_quotas(keys, cells, ["x", "lang"], Quotas(cells={"a": 2}), "t@1")
+    b3 = apply_quotas(keys, cells, ["x", "lang"], Quotas(per_cell=3, min_per_cell=3, oversample=True), "t@1")
     with pytest.raises(MashbillError, match="no train record to repeat"):
-        b3 = apply_quotas(keys, cells, ["x", "lang"], Quotas(per_cell=3, min_per_cell=3, oversample=True), "t@1")
         oversample(b3, {"a/en": keys[:4]}, Quotas(per_cell=3, min_per_cell=3, oversample=True), "t@1")
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from mashbill.curation.preference import PREF_IDENTICAL, PairBuild, _make, sample_candidates
 from mashbill.curation.pull import load_snapshot
-from mashbill.curation.rules import PlanChecker, failing_codes
+from mashbill.curation.rules import failing_codes
+from mashbill.validators.checker import RecordChecker
 from mashbill.curation.snapshot import freeze
 from mashbill.errors import MashbillError
 from mashbill.factory.records import Record, SpecRef, record_id
@@ -46,7 +47,7 @@ def test_rule_derived_pairs_break_exactly_the_named_rule(lib, source):
     spec = pref_spec(lib, sources=["rule"])
     res = freeze(spec, store_path=store, name="pairs", version="1", tokens=False)
     pairs = _pairs(res.path)
-    checker = PlanChecker(src)
+    checker = RecordChecker.for_spec(src)
     codes = checker.rule_codes()
     target = {"precision-to-llm": codes["precision-first"], "drop-legal-paragraph": codes["legal-paragraph"],
               "drop-research": codes["research-before-code"], "research-after-code": codes["research-order"],
@@ -132,7 +133,7 @@ def test_correction_samples_only_when_the_wrong_turn_is_not_trained(lib, source)
         assert [m["role"] for m in t] == ["system", "user", "assistant", "user", "assistant"]
         assert t[2]["content"] == c["rejected"] and t[4]["content"] == c["completion"]
         assert "PRECISION-FIRST" in t[3]["content"]
-        assert failing_codes(PlanChecker(src).check({"query": t[1]["content"]}, json.loads(t[4]["content"]),
+        assert failing_codes(RecordChecker.for_spec(src).check({"query": t[1]["content"]}, json.loads(t[4]["content"]),
                                                     next(r.meta for r in recs.values() if r.id == c["record_id"]))) == []
         assert split_of[c["example_id"]] == split_of[pairs[c["record_id"]]["example_id"]]
     # prompt-completion keeps the wrong plan in the prompt, so completion-only loss never trains it
@@ -158,7 +159,7 @@ def _store_samples(store, rs, query, plans, *, validate=True):
                            prompt.training_messages, meta))
     store.write_batch(run, recs, {}, [])
     if validate:
-        checker = PlanChecker(rs)
+        checker = RecordChecker.for_spec(rs)
         store.record_validation(spec_hash=rs.hash, source="test", counts={},
                                 results={r.id: checker.check(r.input, r.output, r.meta) for r in recs})
     return recs
@@ -173,8 +174,9 @@ def test_teacher_samples_pair_a_passing_with_a_failing_sample(lib, source):
     wrong = [{"task": "Compute 1847 * 23 + 519", "category": "math"}]
     with Store.open(store) as s:
         _store_samples(s, rs, "What is 1847 * 23 + 519?", [wrong, good, wrong])
-        _store_samples(s, rs, "What is the capital of Canada?", [[{"task": "Name it", "category": "general"}],
-                                                                   [{"task": "Say it", "category": "general"}]])
+        _store_samples(s, rs, "What is the capital of Canada?",
+                       [[{"task": "Name the capital of Canada", "category": "general"}],
+                        [{"task": "Say which city is the capital of Canada", "category": "general"}]])
     res = freeze(spec, store_path=store, name="t", version="1", tokens=False)
     pairs = _pairs(res.path)
     # two identical failing samples make one pair, not two; two passing samples make none
@@ -226,7 +228,7 @@ def test_teacher_samples_from_the_real_model(lib, tmp_path):
     assert summary.passing >= 1 and summary.failing >= 1, [r.raw for r in samples]
     res = freeze(spec, store_path=tmp_path / "store", name="t", version="1", tokens=False)
     [pair] = _pairs(res.path)
-    checker = PlanChecker(rs)
+    checker = RecordChecker.for_spec(rs)
     meta = samples[0].meta
     query = {"query": "What is the capital of Canada?"}
     assert failing_codes(checker.check(query, json.loads(pair["completion"]), meta)) == []

@@ -265,5 +265,5 @@ def test_editing_a_shipped_prompt_without_a_bump_fails_check(tmp_path):
     proc = run_cli("spec", "check", lib)
     assert proc.returncode == 1
     failing = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("FAIL")}
-    assert {"plan-moe@1", "quickstart-plan@1"} <= failing
+    assert {"plan-moe@2", "quickstart-plan@2"} <= failing
     assert "complexity-moe@1" not in failing

@@ -26,7 +26,7 @@ def ruleset():
 def catalog():
     from mashbill.specs.loader import LIBRARY, load_catalog
 
-    return load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@1.yaml")
+    return load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +48,10 @@ def smollm2():
     from mashbill.validators.tokenizer import load_tokenizer
 
     return load_tokenizer("embedded:smollm2-135m-instruct")
+
+
+@pytest.fixture(scope="session")
+def gpt2():
+    from mashbill.validators.tokenizer import load_tokenizer
+
+    return load_tokenizer(str(vocab("gpt-2")))

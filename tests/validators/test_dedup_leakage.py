@@ -105,3 +105,43 @@ def test_leakage(ruleset):
     assert "bench:3" in verdicts["t1"][0].detail and "contains" in verdicts["t1"][0].detail
     assert "bench:1" in verdicts["t2"][0].detail and "Jaccard" in verdicts["t2"][0].detail
     assert summary == {"holdout_items": 3, "leaked": 3}
+
+
+def test_normalisation_keeps_operators_between_operands(ruleset):
+    assert normalize("Q(sqrt(2)*sqrt(3))") != normalize("Q(sqrt(2)+sqrt(3))")
+    assert normalize("What is 7 - 3?") == normalize("what is 7-3") != normalize("what is 7+3")
+    assert normalize("e-mail, km/h") == "e mail km h"  # a hyphen or slash between words is not an operator
+    res = dedup(["a", "b"], ["Q(sqrt(2)*sqrt(3))", "Q(sqrt(2)+sqrt(3))"], ruleset.checks.dedup)
+    assert not any(v.code == "DUP001" for vs in res.verdicts.values() for v in vs)
+
+
+def test_holdout_lines_end_at_newline_only(tmp_path):
+    p = tmp_path / "bench.jsonl"
+    rows = [{"query": "Was ist\u0085 7 hoch 5?"}, {"query": "Line\u2028two"}]
+    p.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    items = load_holdout(p)
+    assert [i.text for i in items] == [r["query"] for r in rows] and items[1].source == "bench.jsonl:2"
+
+
+SHORT = [
+    # (training query, holdout item): the commonest real leak, a benchmark query with words added or moved
+    ("Wie viel ist 7167 geteilt durch 28 ? Bitte genau.", "Wie viel ist 7167 geteilt durch 28?"),
+    ("Wie viel ist 7167 geteilt durch 28?", "Wie viel ist 7167 geteilt durch 28 ? Bitte genau."),
+    ("Hey, what is 7 to the power of 5?", "What is 7 to the power of 5"),
+    ("Was ist 7 hoch 5?", "Was ist 7 hoch 5? Danke"),
+]
+
+
+@pytest.mark.parametrize("train,held", SHORT)
+def test_leakage_catches_short_queries_with_a_suffix_prefix_or_punctuation_change(train, held, ruleset):
+    verdicts, summary = leakage(["r1"], [train], [HoldoutItem("bench:1", held)], ruleset.checks.leakage,
+                                ruleset.checks.dedup)
+    assert [v.code for v in verdicts.get("r1", [])] == ["LEAK001"] and summary["leaked"] == 1
+
+
+def test_leakage_containment_needs_most_of_the_text(ruleset):
+    held = [HoldoutItem("bench:1", "Write a poem about the sea in the style of Goethe, with four stanzas and rhymes."),
+            HoldoutItem("bench:2", "What is 17 + 4?")]
+    train = ["Write a poem about the sea", "How do I compute what is 17 + 4 in Excel, and how do I format cells?"]
+    verdicts, _ = leakage(["a", "b"], train, held, ruleset.checks.leakage, ruleset.checks.dedup)
+    assert verdicts == {}

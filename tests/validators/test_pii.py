@@ -67,10 +67,30 @@ def test_redacted_copy_via_cli(tmp_path):
                    + json.dumps({"messages": [{"role": "user", "content": "Subnetz 10.0.0.0/8?"},
                                               {"role": "assistant", "content": "[]"}]}) + "\n", encoding="utf-8")
     out = tmp_path / "clean.jsonl"
+    # --no-rules: this checks redaction; file mode now also applies the routing rules (an empty plan is a finding)
     res = CliRunner().invoke(main, ["validate", str(src), "--format", "messages", "--no-spans", "--no-expectations",
-                                    "--redact-to", str(out), "-q"])
+                                    "--no-rules", "--redact-to", str(out), "-q"])
     assert res.exit_code == 0, res.output
     rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert rows[0]["messages"][0]["content"] == "Ich bin erreichbar unter [PHONE]."
     assert rows[1]["messages"][0]["content"] == "Subnetz 10.0.0.0/8?"
     assert "PII002" in res.output
+
+
+@pytest.mark.parametrize("text", [
+    "Who designed Salamanca?",  # "signed" inside a word is no cue
+    "The cosigned Loan Agreement was filed.",
+    "Mr. Bert gives six tests each semester. How many tests does he give in 3 years?",  # a title in a word problem
+    "Dr. Jones, a clinical psychologist, has been seeing Lisa in therapy for one month.",
+    "Hi Mr. German, what does this mean?",  # a nationality word is no name
+    "The drug code is 0123-4567890 on the label.",  # no phone word next to the digits
+    "Spec number 0421 555 1234 defines the connector.",
+    "This is America.",
+])
+def test_public_query_shapes_not_flagged(text):
+    assert find_pii(text) == []
+
+
+def test_titled_name_is_personal_data_next_to_contact_data():
+    hits = [(f.code, f.text) for f in find_pii("Please call Mr. Weber back at 030 1234567.")]
+    assert ("PII004", "Weber") in hits and ("PII002", "030 1234567") in hits

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from mashbill.specs.loader import LIBRARY
+from mashbill.validators.drift import worked_examples
 from mashbill.validators.plans import Shown
 from mashbill.validators.routing import RULES, check_plan, unknown_rule_ids
 
@@ -14,6 +16,11 @@ from vhelpers import FIXTURES
 FULL_TAXONOMY = ["general", "technical_support", "code_reviewer", "math", "data_analyst", "science",
                  "creative_writer", "medical_consult", "legal_advisor", "translation", "reasoning", "vision",
                  "agentic_coder", "research", "precision_tools", "dynamic"]
+
+
+# the worked examples of every block of the planner prompt (the no-parroting rule compares tasks with them)
+EXAMPLES = worked_examples((LIBRARY / "shared" / "prompts" / "planner@1.yaml").read_text(encoding="utf-8")
+                           .replace("\n    ", "\n"))
 
 
 def _cases():
@@ -40,7 +47,7 @@ def test_every_rule_has_a_fixture_file_with_both_languages_and_both_outcomes(rul
 @pytest.mark.parametrize("rule_id,code,case", list(_cases()))
 def test_fixture_case(rule_id, code, case, ruleset, catalog):
     shown = Shown(frozenset(case.get("shown", FULL_TAXONOMY)), dict(case.get("renamed", {})))
-    verdicts = check_plan(ruleset, case["query"], case["plan"], shown, catalog)
+    verdicts = check_plan(ruleset, case["query"], case["plan"], shown, catalog, examples=EXAMPLES)
     fired = [v for v in verdicts if v.code == code]
     if case["expect"]:
         assert fired, f"{code} did not fire; verdicts: {verdicts}"
@@ -49,3 +56,7 @@ def test_fixture_case(rule_id, code, case, ruleset, catalog):
         assert all(v.severity == entry.severity and v.stage == "validate" for v in fired)
     else:
         assert not fired, f"{code} fired unexpectedly: {fired}"
+
+
+def test_the_planner_prompt_has_worked_examples():
+    assert len(EXAMPLES) >= 10 and any("Snake" in e.request for e in EXAMPLES)

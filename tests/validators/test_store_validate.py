@@ -87,11 +87,12 @@ def test_spec_records(store_dir, tmp_path):
     assert "SCHEMA001" in codes["r8"] and "PII001" in codes["r8"]
     assert "r5" not in codes and generate_verdicts == 1
     assert len(events) == 1 and json.loads(events[0]["detail"])["SPAN002"] == 7
-    assert report["rules"]["rule_set"] == "moe-routing@1"
+    assert report["rules"]["rule_set"] == "moe-routing@2"
     assert_known_codes(report)
 
     # a rerun with the spec's own window replaces the earlier verdicts instead of adding to them
     res = _validate(store_dir, "--report", out)
+    assert res.exit_code == 1, res.output  # rule findings remain
     got2, events, _ = _stored(store_dir)
     assert not any(code.startswith("SPAN") for _, code in got2)
     assert {c for _, c in got} - {"SPAN002", "SPAN003"} == {c for _, c in got2}
@@ -100,6 +101,7 @@ def test_spec_records(store_dir, tmp_path):
 
     # --all includes the record rejected at generation (its output did not parse)
     res = _validate(store_dir, "--all", "--no-write", "--report", out)
+    assert res.exit_code == 1, res.output
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["records"] == 8 and report["counts"]["SCHEMA002"] == 1
     assert _stored(store_dir)[0] == got2  # --no-write left the store alone
@@ -109,15 +111,16 @@ def test_unknown_spec_hash(tmp_path):
     with Store.open(tmp_path / "s"):
         pass
     res = CliRunner().invoke(main, ["validate", "plan-moe", "--store", str(tmp_path / "s")])
-    assert res.exit_code == 2 and "no accepted records of plan-moe@1" in res.output
+    assert res.exit_code == 2 and "no accepted records of plan-moe@2" in res.output
 
 
-def test_record_checks_for_the_factory():
-    from mashbill.validators import CODES, record_checks
+def test_the_record_checker_for_the_factory():
+    from mashbill.factory.codes import CODES
+    from mashbill.validators.checker import RecordChecker
     from mashbill.validators.ruleset import load_ruleset
 
     rs = load_spec(find_spec("plan-moe"))
-    checks = record_checks(rs)
+    checks = [RecordChecker.for_spec(rs).factory_check()]
     ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
     prompt = render_prompt(rs, {"query": "What is 17% of 2840?"}, "x")
     rec = Record("x", "plan", {"query": "What is 17% of 2840?"}, GENERAL, "", ref, "accepted",
@@ -128,4 +131,4 @@ def test_record_checks_for_the_factory():
                 prompt.meta())
     assert [v for check in checks for v in check(ok)] == []
     rule_codes = {r.code for r in load_ruleset(rs.file_paths["rules"]).rules}
-    assert not rule_codes & set(CODES)
+    assert rule_codes <= set(CODES) and all(CODES[c].source == "rules" for c in rule_codes)

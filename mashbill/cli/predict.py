@@ -1,0 +1,62 @@
+"""`mashbill predict ARTIFACT TEXT|FILE`: run an exported student on the CPU, one JSON line per input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from mashbill.errors import MashbillError
+
+
+def read_inputs(arg: str) -> list[str]:
+    """A file of inputs (.jsonl rows with "text" or "query", else one per line), or the text itself."""
+    p = Path(arg)
+    if not p.is_file():
+        return [arg]
+    texts = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        if p.suffix == ".jsonl":
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MashbillError(f"{p}:{n}: not JSON ({exc.msg})") from None
+            text = row.get("text", row.get("query")) if isinstance(row, dict) else None
+            if not isinstance(text, str):
+                raise MashbillError(f"{p}:{n}: field 'text' (or 'query'): expected a string")
+            texts.append(text)
+        else:
+            texts.append(line)
+    if not texts:
+        raise MashbillError(f"{p}: holds no inputs")
+    return texts
+
+
+@click.command()
+@click.argument("artifact", type=click.Path(path_type=Path))
+@click.argument("inputs")
+@click.option("--threads", default=1, show_default=True)
+def command(artifact, inputs, threads):
+    """Run ARTIFACT (a .onnx or .gguf file, or an export folder) on INPUTS (a text, or a .txt/.jsonl file).
+
+    ONNX classifiers print the label(s) and logits; GGUF planners print the schema-constrained JSON answer.
+
+    \b
+    Example:
+      mashbill predict ./mashbill-exports/router-onnx "Was ist 7 hoch 5?"
+      mashbill predict ./mashbill-exports/planner-gguf/model.q4_k_m.gguf queries.jsonl
+    """
+    from mashbill.exporters.manifest import primary_artifact
+    from mashbill.exporters.predict import load_predictor
+
+    texts = read_inputs(inputs)
+    pred = load_predictor(primary_artifact(artifact), threads=threads)
+    try:
+        for row in pred.predict(texts):
+            click.echo(json.dumps(row, ensure_ascii=False))
+    finally:
+        if hasattr(pred, "close"):
+            pred.close()

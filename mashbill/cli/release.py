@@ -1,0 +1,87 @@
+"""`mashbill release check|tag|verify`: the release gate, tags with sha256, and tag verification."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+
+def _root(f):
+    return click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path),
+                        default=Path("./mashbill-releases"), show_default=True,
+                        help="Release folder (tags/ and checks/).")(f)
+
+
+@click.group()
+def command():
+    """Decide, tag and verify releases of exported students.
+
+    \b
+    Example:
+      mashbill release check ./exports/router-v2 --incumbent ./exports/router-v1 --guards guards.yaml
+      mashbill release tag router-prod ./exports/router-v2
+      mashbill release verify router-prod
+    """
+
+
+@command.command()
+@click.argument("candidates", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--incumbent", required=True, type=click.Path(path_type=Path), help="The artifact in production.")
+@click.option("--guards", "guards", required=True, type=click.Path(path_type=Path),
+              help="YAML with 'heldout' and 'guards' lists of {id, text, expect}.")
+@click.option("--threads", default=1, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
+@_root
+def check(candidates, incumbent, guards, threads, as_json, root):
+    """Veto any CANDIDATE that fails a guard the incumbent passes; rank the rest (and the incumbent) by held-out
+    accuracy, within 0.5 points by overall accuracy. Writes a release record under DIR/checks/.
+    Exit 0 when a candidate wins, 1 when the incumbent stays.
+    """
+    from mashbill.exporters.release import check as do_check
+
+    path, rec = do_check(list(candidates), incumbent, guards, root=root, threads=threads)
+    d = rec["decision"]
+    if as_json:
+        click.echo(json.dumps(rec, indent=2))
+    else:
+        for v in d["vetoed"]:
+            click.echo(f"vetoed: {v['artifact']} fails guard(s) the incumbent passes: {', '.join(v['guards_lost'])}")
+        for r in d["ranking"]:
+            click.echo(f"{r['name']:<11} held-out {r['heldout_accuracy']:6.2f}  overall {r['overall_accuracy']:6.2f}  "
+                      f"{r['artifact']}")
+        click.echo(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"]
+                  + (" (tie within 0.5 points, broken by overall accuracy)" if d["tie_break"] else ""))
+        click.echo(f"release record: {path}")
+    sys.exit(0 if d["promote"] else 1)
+
+
+@command.command()
+@click.argument("name")
+@click.argument("artifact", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Move an existing tag.")
+@_root
+def tag(name, artifact, force, root):
+    """Record NAME -> ARTIFACT (a file, or an export folder's primary artifact) with its sha256."""
+    from mashbill.exporters.release import tag as do_tag
+
+    rec = do_tag(name, artifact, root=root, force=force)
+    click.echo(f"{name} -> {rec['artifact']}  sha256 {rec['sha256']}")
+
+
+@command.command()
+@click.argument("name")
+@_root
+def verify(name, root):
+    """Re-hash the file under tag NAME (and its export's other files); exit 1 naming the file that changed."""
+    from mashbill.exporters.release import TamperedError, verify_tag
+
+    try:
+        rec = verify_tag(name, root=root)
+    except TamperedError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"{name}: {rec['artifact']} matches sha256 {rec['sha256']}")

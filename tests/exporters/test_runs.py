@@ -1,0 +1,94 @@
+"""Bad run folders and snapshots: one line naming the file and field, exit 2, nothing left under the export folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from mashbill.exporters.runs import ExportError, load_run, snapshot_for
+from mashbill.exporters.staging import staged_dir
+from tests.conftest import run_cli
+
+
+def _one_line_error(proc, *needles):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def test_run_without_lineage_is_refused_and_nothing_is_written(tmp_path):
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    out = tmp_path / "exports" / "x"
+    proc = run_cli("export", "onnx", run, "--out", out)
+    _one_line_error(proc, str(run / "lineage.json"), "missing")
+    assert not (tmp_path / "exports").exists() or list((tmp_path / "exports").iterdir()) == []
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d.pop("snapshot"), "'snapshot'"),
+    (lambda d: d.update(schema="other/1"), "'schema'"),
+    (lambda d: d.update(method="rlhf"), "'method'"),
+])
+def test_lineage_fields_are_checked(tmp_path, classify_run, edit, field):
+    run = tmp_path / "run"
+    shutil.copytree(classify_run, run)
+    data = json.loads((run / "lineage.json").read_text())
+    edit(data)
+    (run / "lineage.json").write_text(json.dumps(data))
+    with pytest.raises(ExportError, match=field) as exc:
+        load_run(run)
+    assert str(run / "lineage.json") in str(exc.value)
+
+
+def test_adapter_whose_base_is_missing_is_refused(tmp_path, lora_run):
+    run = tmp_path / "run"
+    shutil.copytree(lora_run, run)
+    data = json.loads((run / "lineage.json").read_text())
+    data["base_model"]["path"] = str(tmp_path / "gone")
+    (run / "lineage.json").write_text(json.dumps(data))
+    out = tmp_path / "exports" / "planner"
+    proc = run_cli("export", "gguf", run, "--out", out)
+    _one_line_error(proc, "base_model.path", str(tmp_path / "gone"))
+    assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
+
+
+def test_snapshot_must_be_the_one_the_run_was_trained_on(tmp_path, classify_run, plan_snapshot):
+    run = tmp_path / "run"
+    shutil.copytree(classify_run, run)
+    data = json.loads((run / "lineage.json").read_text())
+    data["snapshot"]["id"] = "0" * 64
+    (run / "lineage.json").write_text(json.dumps(data))
+    with pytest.raises(ExportError, match="snapshot.id"):
+        snapshot_for(load_run(run), plan_snapshot.path)
+
+
+def test_the_snapshot_defaults_to_the_folder_the_lineage_records(classify_run, plan_snapshot):
+    snap = snapshot_for(load_run(classify_run))
+    assert snap.path == plan_snapshot.path and snap.manifest["snapshot_id"] == plan_snapshot.manifest["snapshot_id"]
+
+
+def test_altered_snapshot_is_refused_naming_the_file(tmp_path, classify_run, plan_snapshot):
+    snap = tmp_path / "snap"
+    shutil.copytree(plan_snapshot.path, snap)
+    with open(snap / "data" / "eval.parquet", "ab") as f:
+        f.write(b"x")
+    with pytest.raises(ExportError, match="data/eval.parquet"):
+        snapshot_for(load_run(classify_run), snap)
+
+
+def test_staged_dir_leaves_nothing_behind_on_failure(tmp_path):
+    final = tmp_path / "out" / "export"
+    with pytest.raises(RuntimeError):
+        with staged_dir(final) as tmp:
+            (tmp / "half.bin").write_bytes(b"partial")
+            raise RuntimeError("converter died")
+    assert not final.exists() and list((tmp_path / "out").iterdir()) == []
+    with staged_dir(final) as tmp:
+        (tmp / "done.bin").write_bytes(b"ok")
+    assert (final / "done.bin").read_bytes() == b"ok" and [p.name for p in (tmp_path / "out").iterdir()] == ["export"]

@@ -1,0 +1,91 @@
+"""Every code the project emits is registered in mashbill.factory.codes; the README's table is its rendering."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from mashbill.cli import main
+from mashbill.factory.codes import CODES, README_END, README_START, markdown_table
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ["mashbill", "specs", "factory", "validators", "curation", "trainers", "exporters"]
+CODE = re.compile(r"""["']([A-Z]{2,8}[0-9]{3})["']""")
+
+
+def _emitted_in_source() -> dict[str, str]:
+    found = {}
+    for layer in LAYERS:
+        for path in (ROOT / layer).rglob("*.py"):
+            if path.name == "codes.py" and path.parent.name == "factory":
+                continue
+            for code in CODE.findall(path.read_text(encoding="utf-8")):
+                found.setdefault(code, str(path.relative_to(ROOT)))
+    return found
+
+
+def _emitted_by_rule_sets() -> dict[str, str]:
+    found = {}
+    for path in (ROOT / "specs" / "library").rglob("*.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("rules"), list):
+            for r in data["rules"]:
+                found.setdefault(r["code"], str(path.relative_to(ROOT)))
+            for key, value in (data.get("checks") or {}).items():
+                for k, v in (value or {}).items():
+                    if k.endswith("code"):
+                        found.setdefault(v, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_emitted_code_is_registered():
+    emitted = {**_emitted_in_source(), **_emitted_by_rule_sets()}
+    assert len(emitted) > 40  # the scan finds the codes (PARSE, SCHEMA, PLAN, HR, SPAN, DUP, PII, PREF ...)
+    missing = {c: where for c, where in emitted.items() if c not in CODES}
+    assert not missing, f"register these in factory/codes.py (one line each): {missing}"
+
+
+def test_registry_entries_are_well_formed():
+    for c in CODES.values():
+        assert re.fullmatch(r"[A-Z]{2,8}[0-9]{3}", c.code) and c.severity in ("reject", "penalty", "flag")
+        assert c.meaning and "\n" not in c.meaning and c.source
+
+
+def test_rule_set_severities_match_the_registry():
+    from mashbill.validators.ruleset import load_ruleset
+
+    for r in load_ruleset().rules:
+        assert CODES[r.code].severity == r.severity and CODES[r.code].source == "rules", r.code
+
+
+def test_readme_table_is_the_registry_rendering():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = text.index(README_START) + len(README_START), text.index(README_END)
+    assert text[start:end].strip() == markdown_table(), \
+        "the README's code table is stale: run `.venv/bin/mashbill codes --update-readme README.md`"
+
+
+def test_codes_command(tmp_path):
+    res = CliRunner().invoke(main, ["codes", "--json"])
+    assert res.exit_code == 0
+    listed = json.loads(res.output)
+    assert {c["code"] for c in listed} == set(CODES) and all(c["meaning"] for c in listed)
+    res = CliRunner().invoke(main, ["codes", "arg"])
+    assert res.exit_code == 0 and res.output.count("\n") == 4 and "ARG002" in res.output and "HR001" not in res.output
+    assert CliRunner().invoke(main, ["codes", "NOPE"]).exit_code == 2
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{README_START}\nold\n{README_END}\n", encoding="utf-8")
+    assert CliRunner().invoke(main, ["codes", "--update-readme", str(readme)]).exit_code == 0
+    assert markdown_table() in readme.read_text(encoding="utf-8")
+
+
+def test_registered_rule_ids_are_exactly_the_implemented_rules():
+    from mashbill.factory.codes import RULE_IDS
+    from mashbill.validators.routing import RULES
+
+    assert set(RULES) == RULE_IDS
+    assert all(CODES[c].rule for c in CODES if CODES[c].source == "rules")

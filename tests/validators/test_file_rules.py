@@ -1,0 +1,90 @@
+"""File mode applies the routing rules through the one record checker: the taxonomy from --spec or from each row's
+own system prompt (the report says which), and `skipped: [...]` where a rule cannot be applied."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from mashbill.cli import main
+from mashbill.specs import find_spec, load_spec, render_prompt
+
+CALC = [{"task": "Berechne 17 * 23.", "category": "precision_tools", "mcp_tool": "calculate",
+         "mcp_args": {"expression": "17 * 23"}}]
+ROWS = [
+    # (query, plan, codes that must fire)
+    ("Was ist 17 * 23?", [{"task": "Berechne 17 * 23.", "category": "general"}], {"HR001"}),
+    ("Was regelt § 242 BGB?", [{"task": "Erkläre § 242 BGB.", "category": "legal_advisor"}], {"HR003"}),
+    ("Write a haiku about autumn rain.", [{"task": "Write a haiku about autumn rain.", "category": "horoscope_reader"}],
+     {"PLAN003"}),
+    ("Was ist 17 * 23?", CALC, set()),
+]
+
+
+def _rows(spec: str):
+    rs = load_spec(find_spec(spec))
+    for i, (q, plan, codes) in enumerate(ROWS):
+        p = render_prompt(rs, {"query": q}, f"row{i}")
+        yield list(p.training_messages), json.dumps(plan, ensure_ascii=False), codes
+
+
+def _write(path, rows, fmt="messages"):
+    with open(path, "w", encoding="utf-8") as f:
+        for prompt, target, _ in rows:
+            if fmt == "messages":
+                obj = {"messages": prompt + [{"role": "assistant", "content": target}]}
+            else:
+                obj = {"prompt": prompt, "completion": [{"role": "assistant", "content": target}]}
+            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    return path
+
+
+def _validate(*args):
+    return CliRunner().invoke(main, ["validate", *map(str, args), "--no-spans", "--no-expectations", "--no-pii",
+                                     "--no-dedup"],
+                              catch_exceptions=False)
+
+
+@pytest.mark.parametrize("fmt", ["messages", "prompt-completion"])
+def test_file_mode_reports_plan_and_hr_codes_with_the_spec(tmp_path, fmt):
+    rows = list(_rows("plan-moe"))
+    f = _write(tmp_path / "plans.jsonl", rows, fmt)
+    out = tmp_path / "r.json"
+    res = _validate(f, "--format", fmt, "--spec", "plan-moe", "--report", out)
+    assert res.exit_code == 1, res.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    for i, (_, _, codes) in enumerate(rows):
+        got = {e["record"] for c in codes for e in report["examples"].get(c, [])}
+        assert all(f"plans.jsonl:{i + 1}" in got for _ in codes), (i, report["examples"])
+    assert set(report["counts"]) == {"HR001", "HR003", "PLAN003"}
+    assert report["rules"]["rule_set"] == "moe-routing@2" and report["rules"]["taxonomy_from"] == {"spec": 4}
+    assert report["rules"]["skipped"] == []
+    assert "rules: moe-routing@2 (taxonomy from spec 4)" in res.output and "HR001" in res.output
+
+
+def test_file_mode_reads_the_taxonomy_from_the_system_prompt(tmp_path):
+    rows = list(_rows("quickstart-plan"))
+    f = _write(tmp_path / "plans.jsonl", rows)
+    out = tmp_path / "r.json"
+    res = _validate(f, "--format", "messages", "--report", out)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert res.exit_code == 1 and report["rules"]["taxonomy_from"] == {"system prompt": 4}
+    assert set(report["counts"]) == {"HR001", "HR003", "PLAN003"}
+    assert "taxonomy from system prompt 4" in res.output
+
+
+def test_file_mode_says_which_rules_it_skipped(tmp_path):
+    rows = [([{"role": "user", "content": q}], json.dumps(plan), codes) for q, plan, codes in ROWS]
+    f = _write(tmp_path / "bare.jsonl", rows)
+    out = tmp_path / "r.json"
+    res = _validate(f, "--format", "messages", "--report", out)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    skipped = report["rules"]["skipped"]
+    assert any(s.startswith("category-shown: no taxonomy shown") and "(4 record(s))" in s for s in skipped)
+    assert any(s.startswith("no-parroting: no worked examples") for s in skipped)
+    assert "PLAN003" not in report["counts"] and {"HR001", "HR003"} <= set(report["counts"])
+    assert "skipped: category-shown" in res.output
+    res = _validate(f, "--format", "messages", "--no-rules", "--report", out)
+    assert res.exit_code == 0 and json.loads(out.read_text())["rules"]["skipped"] == ["all rules: --no-rules"]

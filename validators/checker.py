@@ -1,0 +1,216 @@
+"""One record checker, built from a resolved spec: the output schema, the rule set with its tool catalog, the taxonomy
+shown to each record, and the teacher prompt's worked examples.
+
+Generation (``factory_check``), ``mashbill validate`` in spec and file mode, review pull (corrections) and preference
+building all check plans through it, so a plan gets the same verdicts wherever it is checked.
+
+The taxonomy a plan is checked against comes, in this order, from the record's own metadata (``taxonomy_shown``,
+written at generation), the spec, or the category block of the record's system prompt (file mode, data made
+elsewhere). Where none is found, or there is no tool catalog or no worked example, the rules that need it are skipped
+and ``summary()["skipped"]`` says so: never silently.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+from typing import Any, Callable
+
+from mashbill.factory.records import Verdict
+from mashbill.validators.drift import WorkedExample, worked_examples
+from mashbill.validators.plans import Shown
+from mashbill.validators.ruleset import RuleSet, load_ruleset
+
+STAGE = "validate"
+# rules that need something a record may lack: rule id -> what it needs
+_NEEDS = {"category-shown": "taxonomy", "tool-args": "catalog", "no-parroting": "examples"}
+_WHY = {"taxonomy": "no taxonomy shown (record metadata, --spec or a category block in the system prompt)",
+        "catalog": "no tool catalog (pass --spec)", "examples": "no worked examples in the prompt",
+        "plan": "the target is not a JSON plan"}
+
+# "CATEGORIES:", "CATEGORIES FOR THIS REQUEST:", "Kategorien:", "Available experts:" ... then "- name  description"
+_CAT_HEADER = re.compile(r"(?im)^[^\n]*(?:categor|kategor|experts?\b)[^\n]*:\s*$")
+_CAT_LINE = re.compile(r"^\s*[-*•]\s*`?([A-Za-z][\w-]*)`?")
+
+
+def taxonomy_from_prompt(text: str) -> frozenset[str] | None:
+    """The category names listed under a category header of a system prompt, or None if it has no such block."""
+    for m in _CAT_HEADER.finditer(text or ""):
+        names = []
+        for line in text[m.end():].lstrip("\n").split("\n"):
+            hit = _CAT_LINE.match(line)
+            if not hit:
+                break
+            names.append(hit.group(1))
+        if names:
+            return frozenset(names)
+    return None
+
+
+def _schema_check(schema: dict | None) -> Callable[[Any], str | None] | None:
+    if schema is None:
+        return None
+    from mashbill.validators.toolargs import compile_schema
+
+    return compile_schema(schema)
+
+
+class RecordChecker:
+    def __init__(self, *, ruleset: RuleSet | None, schema: dict | None = None, catalog=None, taxonomy=None,
+                 variation: bool = False, examples: tuple[WorkedExample, ...] = (), renames: dict | None = None,
+                 origin: str = ""):
+        self.ruleset = ruleset
+        self.catalog = catalog
+        self.schema = schema
+        self._schema = _schema_check(schema)
+        self.examples = examples
+        self.origin = origin
+        self.spec_shown = self._spec_shown(taxonomy, variation)
+        self.renames = renames if renames is not None else self._renames(taxonomy)
+        self.triggers = None
+        enabled = {r.id for r in ruleset.rules if r.enabled} if ruleset is not None else set()
+        self._needs = [(rule_id, need) for rule_id, need in _NEEDS.items() if rule_id in enabled]
+        if ruleset is not None:
+            from mashbill.validators.triggers import triggers_for
+
+            self.triggers = triggers_for(ruleset)
+        self.taxonomy_sources: Counter = Counter()
+        self.skipped: Counter = Counter()
+        self._prompt_cache: dict[str, tuple[Shown | None, tuple[WorkedExample, ...]]] = {}
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def for_spec(cls, rs, ruleset: RuleSet | None = None) -> "RecordChecker":
+        """The checker of a spec's records: its rule set (or the one given), catalog, taxonomy and the worked examples
+        of its teacher prompt. Specs without a rule file get the schema check only."""
+        if "rules" not in rs.file_paths:
+            ruleset = None
+        elif ruleset is None:
+            ruleset = load_ruleset(rs.file_paths["rules"])
+        return cls(ruleset=ruleset, schema=rs.output_schema, catalog=rs.catalog, taxonomy=rs.taxonomy,
+                   variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
+                   origin=rs.ref)
+
+    @classmethod
+    def for_file(cls, ruleset: RuleSet, rs=None) -> "RecordChecker":
+        """File mode: the rule set, plus the catalog, taxonomy and examples of ``--spec`` when given; otherwise the
+        library's tool catalog and renames, and the taxonomy and examples of each record's own system prompt."""
+        if rs is not None:
+            return cls(ruleset=ruleset, catalog=rs.catalog, taxonomy=rs.taxonomy,
+                       variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
+                       origin=rs.ref)
+        from mashbill.specs.loader import LIBRARY, load_catalog, load_taxonomy
+
+        catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
+        tax = load_taxonomy(LIBRARY / "shared" / "taxonomy" / "moe-experts@1.yaml")
+        return cls(ruleset=ruleset, catalog=catalog, renames=cls._renames(tax), origin="file")
+
+    @staticmethod
+    def _spec_shown(tax, variation: bool) -> Shown | None:
+        if tax is None:
+            return None
+        names = set(tax.categories) | set(tax.structural)
+        renamed = {}
+        if variation:
+            for canon, alts in tax.variation.renames.items():
+                for a in alts:
+                    names.add(a)
+                    renamed[a] = canon
+            names |= set(tax.variation.novel)
+        return Shown(frozenset(names), renamed)
+
+    @staticmethod
+    def _renames(tax) -> dict[str, str]:
+        if tax is None:
+            return {}
+        return {a: canon for canon, alts in tax.variation.renames.items() for a in alts}
+
+    # ------------------------------------------------------------ per record
+
+    @property
+    def engine(self) -> str:
+        return f"validators:{self.ruleset.name}@{self.ruleset.version}" if self.ruleset else "schema-only"
+
+    def rule_codes(self) -> dict[str, str]:
+        """Rule id -> code."""
+        return {r.id: r.code for r in self.ruleset.rules} if self.ruleset is not None else {}
+
+    def _from_prompt(self, system: str) -> tuple[Shown | None, tuple[WorkedExample, ...]]:
+        hit = self._prompt_cache.get(system)
+        if hit is None:
+            names = taxonomy_from_prompt(system)
+            shown = None if names is None else Shown(names, {n: c for n, c in self.renames.items() if n in names})
+            hit = self._prompt_cache[system] = (shown, worked_examples(system))
+        return hit
+
+    def shown_for(self, meta: dict | None, system: str | None = None) -> tuple[Shown, str]:
+        meta = meta or {}
+        if isinstance(meta.get("taxonomy_shown"), list):
+            return Shown(frozenset(meta["taxonomy_shown"]), dict(meta.get("taxonomy_renamed") or {})), "record"
+        if self.spec_shown is not None:
+            return self.spec_shown, "spec"
+        if system:
+            shown, _ = self._from_prompt(system)
+            if shown is not None:
+                return shown, "system prompt"
+        return Shown(None), "none"
+
+    def check(self, inputs: dict | str, output: Any, meta: dict | None = None, *, system: str | None = None,
+              schema: bool = True, stage: str = STAGE) -> list[Verdict]:
+        """Every verdict for one output: the schema first (when asked), then the rule set's rules."""
+        verdicts: list[Verdict] = []
+        if schema and self._schema is not None:
+            msg = self._schema(output)
+            if msg:
+                verdicts.append(Verdict("SCHEMA001", "reject", f"output does not match the output schema: {msg}",
+                                        stage))
+                return verdicts
+        query = inputs if isinstance(inputs, str) else (inputs or {}).get("query") or ""
+        if self.ruleset is None or not query or output is None:
+            return verdicts
+        from mashbill.validators.routing import check_plan
+
+        shown, source = self.shown_for(meta, system)
+        self.taxonomy_sources[source] += 1
+        examples = self.examples
+        if not examples and system:
+            examples = self._from_prompt(system)[1]
+        for rule_id, need in self._needs:
+            if (shown.names is None if need == "taxonomy" else self.catalog is None if need == "catalog"
+                    else not examples):
+                self.skipped[(rule_id, need)] += 1
+        found = check_plan(self.ruleset, query, output, shown, self.catalog, self.triggers.analyze(query), examples)
+        if stage != STAGE:
+            found = [replace(v, stage=stage) for v in found]
+        return verdicts + found
+
+    def not_a_plan(self) -> None:
+        """Count a record the rules could not look at (its target is not JSON)."""
+        self.skipped[("all rules", "plan")] += 1
+
+    def factory_check(self, stage: str = "generate") -> Callable:
+        """A check for ``factory.generate(checks=[...])``: the rules on each accepted record (the factory has
+        checked the schema already)."""
+        def rules(record) -> list[Verdict]:
+            return self.check(record.input or {}, record.output, record.meta, schema=False, stage=stage)
+
+        return rules
+
+    def summary(self) -> dict:
+        """What the rules were applied with, and what they skipped (for reports)."""
+        out: dict = {"rule_set": f"{self.ruleset.name}@{self.ruleset.version}" if self.ruleset else None,
+                     "checker": self.origin, "taxonomy_from": dict(self.taxonomy_sources)}
+        out["skipped"] = [f"{rule}: {_WHY[need]} ({n} record(s))" for (rule, need), n in sorted(self.skipped.items())]
+        return out
+
+
+def spec_examples(rs) -> tuple[WorkedExample, ...]:
+    """The worked examples of the blocks the spec's teacher prompt uses."""
+    from mashbill.specs.model import PLACEHOLDER_RE
+
+    t = rs.spec.prompt.teacher
+    used = set(PLACEHOLDER_RE.findall(t.system + "\n" + t.user))
+    text = "\n".join(v for k, v in rs.prompt_file.blocks.items() if k in used)
+    return worked_examples(text)

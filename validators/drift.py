@@ -1,0 +1,173 @@
+"""No parroting, no drift: a plan's tasks are about the query, not about the teacher prompt's worked examples.
+
+- ``worked_examples`` reads the ``Request: ... / Plan: [...]`` pairs out of a prompt text (the spec's prompt blocks, or
+  the system prompt of a record made elsewhere).
+- ``parroted``: a task (its text or search query) that reproduces an example task's content words that the query does
+  not contain, when the query is not itself like that example's request ("classic Snake game rules" for a question
+  about Heizwärmebedarf).
+- ``unrelated``: a task that shares no content word with the query (research "translate" for a valuation question).
+
+Words are compared by a short prefix (``stem``), so "Verkehrswert"/"Verkehrswertes" and "calculate"/"calculation"
+meet; numbers are content. The thresholds are in the rule set's ``drift:`` section.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from mashbill.validators.expr import PLACEHOLDER
+
+_STOP = frozenset("""
+a an the and or but if then else of to in on at by for with from as is are was were be been being it its this that these
+those what which who whom whose how why when where do does did can could should would will shall may might must i you he
+she we they me my your our their them us please about into over under than not no yes so such just also very more most
+some any each every all both few other only own same too s t one two new use using used write make give get tell show
+explain describe find list compute calculate determine task
+der die das den dem des ein eine einen einem einer eines und oder aber wenn dann sonst von zu im in am an auf mit für
+aus als ist sind war waren sein wird werden kann können soll sollte würde was welche welcher welches wer wie warum wann
+wo ich du er sie es wir ihr mir mich dir dich uns euch ihnen bitte über unter nicht kein keine ja so auch sehr mehr nur
+alle jede jeder jedes beide andere gleiche noch schon bei nach vor bis durch gegen ohne um zum zur vom beim ins erkläre
+schreibe schreib gib nenne finde berechne bestimme ermittle mache zeige beschreibe liste aufgabe
+""".split())
+# numbers, words of three letters or more, and short names with a symbol ("A*", "C++", "C#")
+_TOKEN = re.compile(r"[0-9]+(?:[.,][0-9]+)*|[^\W\d_]{3,}|[^\W\d_]{1,2}(?:\*|\+\+|#)")
+STEM = 5
+
+
+def stem(word: str) -> str:
+    return word if word[0].isdigit() else word[:STEM]
+
+
+def content(text: str) -> frozenset[str]:
+    """The content words of a text, lower-cased and cut to a short prefix; numbers kept whole (without separators)."""
+    low = text.lower()
+    if "result_of" in low:
+        low = PLACEHOLDER.sub(" ", low)
+    words = set(_TOKEN.findall(low))
+    words -= _STOP
+    return frozenset([w[:STEM] if not w[0].isdigit() else w.replace(".", "").replace(",", "") for w in words])
+
+
+@dataclass(frozen=True)
+class WorkedExample:
+    request: str
+    tasks: tuple[str, ...]  # each task's text and search query, as written in the example plan
+
+    @cached_property
+    def request_words(self) -> frozenset[str]:
+        return content(self.request)
+
+    @cached_property
+    def task_words(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        return tuple((t, content(t)) for t in self.tasks)
+
+
+_EXAMPLE = re.compile(r"Request:\s*(?P<request>[^\n]+)\n\s*Plan:\s*(?P<plan>\[[^\n]*\])")
+
+
+def worked_examples(text: str) -> tuple[WorkedExample, ...]:
+    """Every "Request: ...\\nPlan: [...]" pair of a prompt text whose plan parses."""
+    out = []
+    for m in _EXAMPLE.finditer(text or ""):
+        try:
+            plan = json.loads(m.group("plan"))
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(plan, list):
+            continue
+        tasks = []
+        for t in plan:
+            if isinstance(t, dict):
+                tasks += [v for k in ("task", "search_query") if isinstance(v := t.get(k), str) and v.strip()]
+        out.append(WorkedExample(m.group("request").strip(), tuple(tasks)))
+    return tuple(dict.fromkeys(out))
+
+
+def _task_texts(task) -> list[str]:
+    return [v for k in ("task", "search_query") if isinstance(v := task.get(k), str) and v.strip()]
+
+
+def similarity(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+_INDEX: dict[int, tuple] = {}
+
+
+def _index(examples: tuple[WorkedExample, ...]):
+    """word -> [(example, text)] over the examples' task texts (memoised per examples tuple): a task is compared only
+    with the example texts it shares words with."""
+    hit = _INDEX.get(id(examples))
+    if hit is None or hit[0] is not examples:
+        idx: dict[str, list[tuple[int, int]]] = {}
+        texts = [list(ex.task_words) for ex in examples]
+        for i, ex_texts in enumerate(texts):
+            for j, (_, words) in enumerate(ex_texts):
+                for w in words:
+                    idx.setdefault(w, []).append((i, j))
+        hit = _INDEX[id(examples)] = (examples, idx, texts, frozenset(idx))
+    return hit[1], hit[2], hit[3]
+
+
+_PUNCT = "()[]{}\"'«»„“”‚‘’.,;:!?"
+
+
+def _vocab_hits(text: str, vocab: frozenset[str]) -> int:
+    """How many distinct example words a text holds (split at spaces: a cheap first pass before ``content``)."""
+    seen = set()
+    for tok in text.lower().split():
+        tok = tok.strip(_PUNCT)
+        if tok and (tok if tok[0].isdigit() else tok[:STEM]) in vocab:
+            seen.add(tok)
+    return len(seen)
+
+
+def parroted(query: str, task, examples: tuple[WorkedExample, ...], share: float, relevant: float,
+             words=content, query_words=None) -> str | None:
+    """The example text a task reproduces instead of the query, or None. ``words`` turns a text into content words
+    (a memoising one may be passed); ``query_words`` gives the query's (computed only when needed)."""
+    idx, ex_texts, vocab = _index(examples)
+    low = query.lower()
+    for text in _task_texts(task):
+        if _vocab_hits(text, vocab) < 2:
+            continue  # fewer than two example words anywhere in the text: nothing can be parroted (a cheap first pass)
+        hits: dict[tuple[int, int], int] = {}
+        for w in words(text):
+            if w in idx and w not in low:  # a word of an example that the query lacks (even as part of a word)
+                for key in idx[w]:
+                    hits[key] = hits.get(key, 0) + 1
+        for (i, j), n in hits.items():
+            ex_text, ex_words = ex_texts[i][j]
+            if n >= 2 and len(ex_words) >= 2 and n / len(ex_words) >= share:
+                q = query_words() if query_words else content(query)
+                if similarity(q, examples[i].request_words) < relevant:
+                    return ex_text  # (an example whose request is like the query may be followed closely)
+    return None
+
+
+def unrelated(query: str, task, min_shared: int, words=content, query_words=None) -> bool:
+    """True when the task (text, search query, domain, tool arguments) shares fewer than min_shared content words
+    with the query. A first pass looks the task's words up in the query's text; only a task failing it is compared
+    word by word."""
+    parts = _task_texts(task)
+    if isinstance(task.get("domain"), str):
+        parts.append(task.get("domain"))
+    args = task.get("mcp_args")
+    if args is not None:
+        parts.append(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+    low = query.lower()
+    shared = set()
+    for p in parts:  # a cheap first pass: the task's words, one by one, looked up in the query's text
+        for w in p.lower().split():
+            w = w.strip(_PUNCT)
+            if len(w) >= 3 and w not in _STOP and (w if w[0].isdigit() else w[:STEM]) in low:
+                shared.add(w)
+                if len(shared) >= min_shared:
+                    return False
+    found = frozenset().union(*(words(p) for p in parts)) if parts else frozenset()
+    if not found:
+        return False  # nothing to compare (a bare placeholder task): task-text checks report it
+    return len(found & (query_words() if query_words else content(query))) < min_shared
