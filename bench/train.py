@@ -150,7 +150,9 @@ def bench_preflight(n: int, tmp: Path) -> tuple[float, int]:
 
 def small_snapshots(tmp: Path) -> dict[str, Path]:
     rows = synth_rows(0, 40, short=True)
-    sft = write_snapshot(tmp / "bsft@1", "bsft", "plan", {"train": rows[:32], "eval": [], "test": []})
+    # the synthetic corpus holds 5% correction samples, so these snapshots train under a last-turn loss
+    sft = write_snapshot(tmp / "bsft@1", "bsft", "plan", {"train": rows[:32], "eval": [], "test": []},
+                         loss="last-turn")
     pairs = [_row(i, r["prompt"], r["completion"], kind="preference",
                   rejected=json.dumps(json.loads(r["completion"])[:1] + [{"task": "x", "category": "general"}]))
              for i, r in enumerate(rows) if r["row_kind"] == "sft"]
@@ -161,7 +163,8 @@ def small_snapshots(tmp: Path) -> dict[str, Path]:
           for i, r in enumerate(synth_rows(100, 200, short=True))]
     cls = write_snapshot(tmp / "bcx@1", "bcx", "complexity", {"train": cx[:160], "eval": cx[160:], "test": []},
                          classes={"names": names, "problem_type": "single_label_classification"})
-    long_ = write_snapshot(tmp / "blong@1", "blong", "plan", {"train": synth_rows(1000, 16), "eval": [], "test": []})
+    long_ = write_snapshot(tmp / "blong@1", "blong", "plan", {"train": synth_rows(1000, 16), "eval": [], "test": []},
+                           loss="last-turn")
     return {"sft": sft, "dpo": dpo, "classify": cls, "long": long_}
 
 
