@@ -121,3 +121,15 @@ def classification_label(kind: str, output: Any, meta: dict) -> str | list[str] 
     if kind == "template" and isinstance(output, dict):
         return sorted((output.get("experts") or {}).keys())
     return None
+
+
+def class_names(kind: str, output_schema: dict, taxonomy=None) -> tuple[list[str], str]:
+    """(class names, problem type) a classifier over `kind` predicts, from the spec, not from the labels that
+    happened to occur, so class ids are stable across snapshots of the same spec. Complexity: the schema's
+    enum (single label); plans, routing and templates: the taxonomy's categories then its structural ones
+    (multi-label)."""
+    if kind == "complexity":
+        enum = (((output_schema or {}).get("properties") or {}).get("complexity") or {}).get("enum") or []
+        return [str(x) for x in enum], "single_label_classification"
+    names = [*taxonomy.categories, *taxonomy.structural] if taxonomy is not None else []
+    return list(dict.fromkeys(names)), "multi_label_classification"

@@ -6,7 +6,15 @@ Formats (TRL's names):
 - `prompt-completion`: `{"prompt": [...], "completion": [assistant]}`; a correction sample's wrong turn is
   in the prompt, so completion-only loss never trains it;
 - `preference`: `{"prompt": [...], "chosen": [assistant], "rejected": [assistant]}`;
-- `classification`: `{"text": query, "label": class}`, or a list of classes for multi-label kinds.
+- `classification`: `{"text": query, "label": class id}` for single-label kinds, or `{"text": query,
+  "labels": [0.0, 1.0, ...]}` (a multi-hot float vector) for multi-label kinds, so that
+  `AutoModelForSequenceClassification` with `problem_type="multi_label_classification"` trains on it as it is.
+  Class ids come from the spec (the manifest's `classes`), not from the labels that occurred.
+
+The returned DatasetDict carries what a trainer needs from the manifest as attributes: `manifest`,
+`trainer_profile` (tokenizer, max_seq_len, loss, template hashes), `chat_template` (the snapshot's training
+template: under a `last-turn` loss its generation markers cover only the last assistant turn) and, for
+classification, `label_info` (`id2label`, `label2id`, `problem_type`).
 
 The snapshot is verified before anything is read: a changed, missing or added file refuses the pull and
 names the file.
@@ -107,6 +115,12 @@ def load_snapshot(ref: str | Path, format: str = "messages", *, root: str | Path
     msg = [{"role": ds.Value("string"), "content": ds.Value("string")}]
     tables = {s: pq.read_table(path / "data" / f"{s}.parquet").to_pylist() for s in SPLITS}
     converted = {s: rows_for(format, tables[s], kind) for s in SPLITS}
+    profile = manifest.get("trainer_profile") or {}
+    if (format == "messages" and profile.get("loss") == "last-turn" and not profile.get("training_template")
+            and any(r["row_kind"] == "correction" for rows in tables.values() for r in rows)):
+        raise SnapshotError(f"{manifest['ref']} holds correction samples under loss last-turn but ships no training "
+                            "template (frozen by an older version): pull --format prompt-completion, so the wrong "
+                            "turn stays in the prompt, or re-freeze it")
     if format == "preference" and not any(converted.values()):
         raise SnapshotError(f"{manifest['ref']} holds no preference pairs (kind {kind}); freeze a preference spec")
     if format == "messages":
@@ -116,20 +130,61 @@ def load_snapshot(ref: str | Path, format: str = "messages", *, root: str | Path
     elif format == "preference":
         features = ds.Features({"prompt": msg, "chosen": msg, "rejected": msg})
     else:
-        names = sorted({x for rows in converted.values() for r in rows
-                        for x in (r["labels"] if "labels" in r else [r["label"]])})
-        if not names:
+        # rows_for gives class names (what exporters compare); the dataset gets ids or multi-hot vectors
+        for rows in converted.values():
+            for r in rows:
+                r["classes"] = r.pop("labels") if "labels" in r else [r.pop("label")]
+        info = label_info(manifest, (x for rows in converted.values() for r in rows for x in r["classes"]))
+        if not info["id2label"]:
             raise SnapshotError(f"{manifest['ref']}: no class labels to pull (kind {kind})")
-        cl = ds.ClassLabel(names=names)
-        features = ds.Features({"text": ds.Value("string"),
-                                **({"labels": ds.Sequence(cl)} if kind in MULTI_LABEL_KINDS else {"label": cl})})
+        names = [info["id2label"][i] for i in range(len(info["id2label"]))]
+        ids = info["label2id"]
+        if info["problem_type"] == "multi_label_classification":
+            features = ds.Features({"text": ds.Value("string"), "labels": ds.Sequence(ds.Value("float32"))})
+            for rows in converted.values():
+                for r in rows:
+                    hot = set(r.pop("classes"))
+                    r["labels"] = [1.0 if n in hot else 0.0 for n in names]
+        else:
+            features = ds.Features({"text": ds.Value("string"), "label": ds.ClassLabel(names=names)})
+            for rows in converted.values():
+                for r in rows:
+                    r["label"] = ids[r.pop("classes")[0]]
     out = {}
     for s in SPLITS:
         rows = converted[s]
         columns = {name: [r[name] for r in rows] for name in features}
         out[s] = ds.Dataset.from_dict(columns, features=features, split=s)
     dd = ds.DatasetDict(out)
+    dd.manifest = manifest
+    dd.trainer_profile = dict(manifest.get("trainer_profile") or {})
+    dd.chat_template = training_template_of(path, manifest)
+    if format == "classification":
+        dd.label_info = info
     return dd
+
+
+def label_info(manifest: dict, occurring=()) -> dict:
+    """id2label/label2id/problem_type for a classifier: the manifest's class names (from the spec), then any
+    label that occurred outside them (sorted, so ids stay stable). Snapshots frozen before the manifest
+    carried `classes` fall back to the labels that occurred."""
+    classes = manifest.get("classes") or {}
+    kind = manifest.get("kind")
+    problem = classes.get("problem_type") or ("multi_label_classification" if kind in MULTI_LABEL_KINDS
+                                              else "single_label_classification")
+    names = list(classes.get("names") or [])
+    names += sorted(set(occurring) - set(names))
+    return {"id2label": dict(enumerate(names)), "label2id": {n: i for i, n in enumerate(names)},
+            "problem_type": problem}
+
+
+def training_template_of(path: Path, manifest: dict) -> str | None:
+    """The snapshot's training template text (None when it ships none); its hash is checked against the
+    manifest, which `verify` already checked against the file."""
+    name = (manifest.get("trainer_profile") or {}).get("training_template")
+    if not name:
+        return None
+    return (Path(path) / name).read_text(encoding="utf-8")
 
 
 def snapshot_info(ref: str | Path, *, root: str | Path | None = None) -> dict:

@@ -464,7 +464,11 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
             _write_parquet(pa.Table.from_pylist(built.judge["rows"]), tmp / "judge.parquet")
         spec_entries = _copy_specs(built.specs, tmp)
         (tmp / "stats.json").write_bytes(manifest_bytes(stats))
-        from mashbill.curation.tokens import profile_facts
+        from mashbill.curation.tokens import training_facts
+
+        trainer_profile, train_tmpl = training_facts(profile, rs.path.parent)
+        if train_tmpl:  # what a trainer renders with, so nothing has to be wired in by hand
+            (tmp / trainer_profile["training_template"]).write_text(train_tmpl, encoding="utf-8")
 
         counts = {s: len(rows[s]) for s in SPLITS}
         cells = {s: dict(sorted(Counter(r["cell"] for r in rows[s]).items())) for s in SPLITS}
@@ -476,7 +480,8 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
             "tool_version": __version__,
             "specs": spec_entries,
             "teacher": teacher,
-            "trainer_profile": profile_facts(profile, rs.path.parent),
+            "trainer_profile": trainer_profile,
+            "classes": _classes(rs),
             "store": {"path": str(Path(store_path).resolve()), "run_ids": built.run_ids,
                       "validation_ids": built.validation_ids},
             "selection": {"records": built.records_seen, "examples": sum(counts.values()),
@@ -537,6 +542,15 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return FreezeResult(final, manifest)
+
+
+def _classes(rs: ResolvedSpec) -> dict:
+    """The classifier's label mapping, from the spec (so ids do not depend on which labels occurred)."""
+    from mashbill.curation.labels import class_names
+
+    kind = rs.spec.kind if rs.spec.kind != "preference" else "plan"
+    names, problem = class_names(kind, rs.output_schema, rs.taxonomy)
+    return {"names": names, "problem_type": problem}
 
 
 def _pct(sorted_values: list[int], p: float) -> int:

@@ -32,14 +32,37 @@ def _load(profile: TrainerProfile, base_dir: Path | None):
     return loaded, template, None
 
 
+def tokenizer_sha256(loaded) -> str:
+    """A hash of what the tokenizer does (its serialized Rust tokenizer), whatever file it was loaded from."""
+    return hashlib.sha256(loaded.backend.to_str().encode()).hexdigest()
+
+
 def profile_facts(profile: TrainerProfile, base_dir: Path | None) -> dict:
     """The trainer profile as the manifest records it, with the chat template's sha256 when it can be read."""
+    return training_facts(profile, base_dir)[0]
+
+
+def training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
+    """(the manifest's trainer profile, the training template text or None). The profile carries the hashes
+    a trainer compares its own tokenizer and template against: the chat template's, the tokenizer's and
+    the training template's (the chat template limited to the last turn under a `last-turn` loss)."""
+    from mashbill.curation.training_template import TRAINING_TEMPLATE, sha256_text, training_template
+
     facts = profile.model_dump(mode="json")
     loaded, template, why = _load(profile, base_dir)
-    facts["chat_template_sha256"] = hashlib.sha256(template.encode()).hexdigest() if template else None
+    facts["chat_template_sha256"] = sha256_text(template) if template else None
+    facts["tokenizer_sha256"] = tokenizer_sha256(loaded) if loaded is not None else None
+    train_tmpl = None
+    if template:
+        try:
+            train_tmpl = training_template(template, profile.loss)
+        except Exception as exc:  # noqa: BLE001 - reported in the manifest, checked again by the trainer
+            why = why or str(exc)
+    facts["training_template"] = TRAINING_TEMPLATE if train_tmpl else None
+    facts["training_template_sha256"] = sha256_text(train_tmpl) if train_tmpl else None
     if why:
         facts["chat_template_note"] = why
-    return facts
+    return facts, train_tmpl
 
 
 def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations: Sequence[Sequence[dict]]

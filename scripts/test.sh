@@ -2,6 +2,7 @@
 # Set up everything the tests need on a fresh machine, then run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# --train: the trainer tests run real TRL/PEFT on SmolLM2-135M and all-MiniLM-L6-v2 (CPU torch).
 bash scripts/setup.sh --dev --train --export
 # Headless Chromium checks the HTML report and the annotation page (Debian's package; needs root or sudo).
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then

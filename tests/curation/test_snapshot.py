@@ -103,9 +103,15 @@ def test_every_format_pulls(plan_store):
     first = pc["train"][0]
     assert [m["role"] for m in first["prompt"]] == ["system", "user"] and first["completion"][0]["role"] == "assistant"
     cls = load_snapshot(res.path, "classification")
-    names = cls["train"].features["labels"].feature.names
-    assert "precision_tools" in names and "research" in names
-    texts = {r["text"]: [names[i] for i in r["labels"]] for s in cls for r in cls[s]}
+    info = cls.label_info
+    names = [info["id2label"][i] for i in range(len(info["id2label"]))]
+    # every class of the taxonomy, in its order, whether or not it occurred; the mapping is in the manifest
+    assert names[:3] == ["general", "technical_support", "code_reviewer"] and "vision" in names
+    assert res.manifest["classes"] == {"names": names, "problem_type": "multi_label_classification"}
+    assert info["problem_type"] == "multi_label_classification"
+    assert cls["train"].features["labels"].feature.dtype == "float32"
+    texts = {r["text"]: [names[i] for i, v in enumerate(r["labels"]) if v == 1.0] for s in cls for r in cls[s]}
+    assert all(len(r["labels"]) == len(names) and set(r["labels"]) <= {0.0, 1.0} for s in cls for r in cls[s])
     assert texts["Write a Tetris game in Python with pygame."] == ["code_reviewer", "research"]
     with pytest.raises(SnapshotError, match="no preference pairs"):
         load_snapshot(res.path, "preference")
@@ -311,6 +317,9 @@ def test_classification_of_a_single_label_kind(lib, tmp_path):
     assert set(res.manifest["cells"]["balance"]) == {"moderate/de", "moderate/en", "trivial/de", "trivial/en"}
     ds = load_snapshot(res.path, "classification")
     feat = ds["train"].features["label"]
-    assert feat.names == ["moderate", "trivial"]
+    # class ids come from the schema's enum, not from the two labels that occurred
+    assert feat.names == ["trivial", "moderate", "complex", "memory_recall"]
+    assert ds.label_info["label2id"] == {"trivial": 0, "moderate": 1, "complex": 2, "memory_recall": 3}
+    assert ds.label_info["problem_type"] == "single_label_classification"
     got = {r["text"]: feat.names[r["label"]] for s in ds for r in ds[s]}
     assert got == {q: v["complexity"] for q, v in labels.items()}

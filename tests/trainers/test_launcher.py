@@ -1,0 +1,74 @@
+"""The device is set from LOCAL_RANK before the model loads (the reference's 8-copies-on-one-GPU bug), and
+an expensive ladder stage refuses to start while a cheaper one has not passed. No GPU needed: torch.cuda's
+entry points are observed, the model loader is stopped at its first call."""
+
+from __future__ import annotations
+
+import pytest
+
+from mashbill.trainers.ladder import LadderError, Stage, below, parse_stage
+from mashbill.trainers.run import train
+from tests.conftest import run_cli
+
+
+class Stop(Exception):
+    pass
+
+
+def test_the_device_is_set_from_local_rank_before_the_model_loads(snaps, tmp_path, monkeypatch):
+    import torch
+    import transformers
+
+    calls = []
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(("set_device", i)))
+
+    def load(*args, **kwargs):
+        calls.append(("load_model", str(args[0])))
+        raise Stop
+
+    monkeypatch.setattr(transformers.AutoModelForSequenceClassification, "from_pretrained", load)
+    cfg = snaps.config(tmp_path, "rank3", method="classify", snapshot="tcx@1", base_model="embedded:all-minilm-l6-v2")
+    with pytest.raises(Stop):
+        train(cfg, stage="forward", out=tmp_path / "run", log=lambda *_: None)
+    assert [c[0] for c in calls] == ["set_device", "load_model"]
+    assert calls[0] == ("set_device", 3)
+
+
+def test_a_rank_without_a_device_is_refused(monkeypatch):
+    import torch
+
+    from mashbill.trainers.launcher import place
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: pytest.fail("set_device must not be called"))
+    with pytest.raises(Exception, match="LOCAL_RANK 5 but only 2 visible device"):
+        place({"LOCAL_RANK": "5", "WORLD_SIZE": "8"})
+
+
+def test_stages_parse_and_order():
+    assert parse_stage("steps:20") == Stage("steps", 20)
+    assert [s.label for s in below(parse_stage("full"))] == ["config", "forward", "batch", "steps:1"]
+    assert [s.label for s in below(parse_stage("epoch"))] == ["config", "forward", "batch", "steps:1"]
+    for bad in ("steps:0", "steps", "gpu"):
+        with pytest.raises(LadderError):
+            parse_stage(bad)
+
+
+def test_an_expensive_stage_refuses_while_a_cheaper_one_has_not_passed(snaps, tmp_path):
+    cfg = snaps.config(tmp_path, "noclimb", method="sft", snapshot="tplan@1",
+                       base_model="embedded:smollm2-135m-instruct")
+    proc = run_cli("train", "sft", cfg, "--stage", "steps:5", "--no-climb", "--out", tmp_path / "run", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "stage steps:5 refused: stage config has not passed for config" in proc.stderr
+    assert not (tmp_path / "run").exists()
+    ok = run_cli("train", "sft", cfg, "--stage", "config", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    hist = run_cli("train", "stages", cfg, cwd=tmp_path)
+    assert hist.returncode == 0 and "config" in hist.stdout and "passed" in hist.stdout and "tplan@1" in hist.stdout
+    proc = run_cli("train", "sft", cfg, "--stage", "steps:5", "--no-climb", cwd=tmp_path)
+    assert proc.returncode == 2 and "stage forward has not passed" in proc.stderr

@@ -1,0 +1,65 @@
+"""`train classify`: an encoder classifier (all-MiniLM-L6-v2 by default) on a snapshot's classification pull.
+
+Complexity is single-label (4 classes from the schema); routing and plan categories are multi-label
+(multi-hot float vectors, `problem_type="multi_label_classification"`); the id2label/label2id mapping comes
+from the manifest, so a class that did not occur keeps its id. The eval metrics compare the model with the
+majority class of the train split (single-label) or with predicting the most frequent label set.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from mashbill.trainers.common import common_args
+
+
+def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: int, epochs: float):
+    """(trainer, save) for a classifier run; `datasets` is the classification pull."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding, Trainer, TrainingArguments
+
+    cfg = pf.config
+    info = datasets.label_info
+    multi = info["problem_type"] == "multi_label_classification"
+    model = AutoModelForSequenceClassification.from_pretrained(
+        str(base.path), num_labels=len(info["id2label"]), id2label=info["id2label"], label2id=info["label2id"],
+        problem_type=info["problem_type"], dtype=torch.float32)
+
+    def tok(batch):
+        return tokenizer(batch["text"], truncation=True, max_length=cfg.max_length)
+
+    enc = {s: d.map(tok, batched=True, remove_columns=["text"]) for s, d in datasets.items()}
+    args = TrainingArguments(**common_args(pf, placement, work, max_steps=max_steps, epochs=epochs))
+    trainer = Trainer(model=model, args=args, train_dataset=enc["train"],
+                      eval_dataset=enc["eval"] if enc["eval"].num_rows else None,
+                      data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer)
+
+    def evaluate() -> dict:
+        """Accuracy on the eval split (exact match for multi-label) and the majority baseline's."""
+        ev = enc["eval"] if enc["eval"].num_rows else enc["test"]
+        if not ev.num_rows:
+            return {}
+        pred = trainer.predict(ev)
+        logits = pred.predictions[0] if isinstance(pred.predictions, tuple) else pred.predictions
+        key = "labels" if multi else "label"
+        gold = np.array(ev[key])
+        train_gold = datasets["train"][key]
+        if multi:
+            guess = (logits > 0).astype(np.float32)
+            acc = float((guess == gold).all(axis=1).mean())
+            common = Counter(tuple(x) for x in train_gold).most_common(1)[0][0]
+            base_acc = float((gold == np.array(common)).all(axis=1).mean())
+        else:
+            acc = float((logits.argmax(axis=1) == gold).mean())
+            common = Counter(train_gold).most_common(1)[0][0]
+            base_acc = float((gold == common).mean())
+        return {"eval_split": "eval" if enc["eval"].num_rows else "test", "eval_examples": int(len(gold)),
+                "eval_accuracy": acc, "majority_accuracy": base_acc, "problem_type": info["problem_type"]}
+
+    def save(folder):
+        trainer.model.save_pretrained(folder / "model")
+        tokenizer.save_pretrained(folder / "model")
+
+    trainer.mashbill_evaluate = evaluate
+    return trainer, save

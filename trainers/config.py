@@ -1,0 +1,145 @@
+"""Training configs: one small YAML per run, loaded into a strict model (unknown keys are refused).
+
+    name: quickstart-sft
+    method: sft                      # classify | sft | dpo
+    snapshot: quickstart-plan        # NAME@VERSION, NAME (highest version), a snapshot folder, or its id
+    store: ./mashbill-data           # where NAME@VERSION is looked up (STORE/snapshots)
+    base_model: embedded:smollm2-135m-instruct   # a local HF folder, a .gguf file, or an embedded model
+    profile: {max_seq_len: 2048}     # what this run expects; unset fields take the snapshot's values
+    lora: {r: 8, alpha: 16}
+    schedule: {max_steps: 3, batch_size: 2, learning_rate: 2.0e-4}
+
+The profile (tokenizer, chat template, max_seq_len, truncation side, loss mode) is compared with the
+snapshot's manifest by the preflight; a field left unset takes the manifest's value, so a config that
+says nothing trains exactly what was validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mashbill.errors import MashbillError
+
+METHODS = ("classify", "sft", "dpo")
+CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+class TrainConfigError(MashbillError):
+    """A training config cannot be read or is invalid."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Profile(Strict):
+    """What the run expects of its data; None = the snapshot manifest's value."""
+
+    tokenizer: str | None = None  # a tokenizer reference (embedded:NAME, .gguf, HF folder)
+    chat_template: str | None = None  # a .jinja file, template text, or a built-in name
+    max_seq_len: int | None = Field(None, ge=16)
+    truncation_side: Literal["right", "left"] | None = None
+    loss: Literal["assistant-only", "completion-only", "last-turn"] | None = None
+
+
+class Lora(Strict):
+    r: int = Field(8, ge=1)
+    alpha: int = Field(16, ge=1)
+    dropout: float = Field(0.05, ge=0, lt=1)
+    target_modules: list[str] | Literal["all-linear"] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+class Schedule(Strict):
+    max_steps: int = Field(-1, ge=-1)  # -1: run `epochs` epochs
+    epochs: float = Field(1.0, gt=0)
+    batch_size: int = Field(4, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    learning_rate: float = Field(2e-4, gt=0)
+    lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "cosine"
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)  # a share of the steps (transformers 5: warmup_steps < 1)
+    optimizer: Literal["adamw_torch", "adamw_torch_fused", "sgd", "adafactor"] = "adamw_torch"
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    seed: int = 0
+    save_steps: int = Field(50, ge=1)
+    logging_steps: int = Field(1, ge=1)
+
+
+class TrainConfig(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    method: Literal["classify", "sft", "dpo"]
+    snapshot: str = Field(min_length=1)
+    store: str = "./mashbill-data"
+    base_model: str = Field(min_length=1)
+    format: Literal["messages", "prompt-completion"] | None = None  # sft only; default from the loss mode
+    profile: Profile = Profile()
+    lora: Lora | None = Lora()  # classify ignores it (full fine-tuning of a small encoder)
+    schedule: Schedule = Schedule()
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    deepspeed: str | None = None  # a DeepSpeed JSON (cluster runs); validated by the preflight
+    attn_implementation: Literal["eager", "sdpa"] = "eager"  # eager: what the MI250X ROCm stack runs reliably
+    logits_to_keep: bool = True  # sft: compute logits only from the first target position on
+    gradient_checkpointing: bool = False  # trades compute for memory: on for long sequences on a GPU
+    beta: float = Field(0.1, gt=0)  # dpo
+    max_length: int = Field(128, ge=8)  # classify: tokens per text
+    threads: int | None = Field(None, ge=1)
+
+    @property
+    def sha256(self) -> str:
+        """The config's identity: its content (paths as written), never the file's formatting or the store's
+        location (the ladder's records live in that store)."""
+        from mashbill.specs import canonical_json
+
+        body = self.model_dump(mode="json", exclude={"store"})
+        return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def find_config(ref: str | Path) -> Path:
+    """A config by path, or by name among the shipped configs (trainers/configs/NAME.yaml)."""
+    p = Path(ref)
+    if p.suffix in (".yaml", ".yml"):
+        if not p.is_file():
+            raise TrainConfigError(f"training config not found: {p}")
+        return p
+    shipped = CONFIGS / f"{ref}.yaml"
+    if shipped.is_file():
+        return shipped
+    have = ", ".join(sorted(x.stem for x in CONFIGS.glob("*.yaml"))) or "none"
+    raise TrainConfigError(f"no training config {ref!r} (give a .yaml path, or one of: {have})")
+
+
+def load_config(ref: str | Path, *, method: str | None = None, store: str | Path | None = None
+                ) -> tuple[TrainConfig, Path]:
+    path = find_config(ref)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise TrainConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(data, dict):
+        raise TrainConfigError(f"{path}: expected a mapping of config fields")
+    try:
+        cfg = TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise TrainConfigError(f"{path}: field {loc}: {err['msg']}") from None
+    if store is not None:
+        cfg = cfg.model_copy(update={"store": str(store)})
+    if method is not None and cfg.method != method:
+        raise TrainConfigError(f"{path}: method is {cfg.method!r}; run it with `mashbill train {cfg.method}`")
+    return cfg, path
+
+
+def shipped_configs() -> list[Path]:
+    return sorted(CONFIGS.glob("*.yaml"))
+
+
+__all__ = ["TrainConfig", "TrainConfigError", "Profile", "Lora", "Schedule", "find_config", "load_config",
+           "shipped_configs"]
