@@ -266,7 +266,7 @@ def test_diff_shows_added_removed_relabelled_and_spec_changes(lib, tmp_path):
                                                                                    "Weltkriegs zusammen.")
         now = __import__("datetime").datetime.now()
         s.con.execute("INSERT INTO review_decisions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                      [rec.id, "ann", "submitted", "reject", json.dumps([{"task": "Summarise", "category": "reasoning"}]),
+                      [rec.id, "ann", "submitted", "reject", json.dumps([{"task": "Fasse die Ursachen des Ersten Weltkriegs zusammen", "category": "reasoning"}]),
                        True, None, "{}", now, now, "ds"])
     c = freeze(spec2, store_path=store, name="d", version="3", tokens=False)
     d2 = diff(b.path, c.path)
