@@ -203,7 +203,7 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir):
             tmp.replace(target)
         out.print(f"wrote {out_dir}/{{train,eval,test}}.jsonl")
         # what a trainer needs beside the rows: the template to render with and the classifier's label mapping
-        if dd.chat_template:
+        if getattr(dd, "chat_template", None):  # router snapshots have none
             (out_dir / "chat_template.jinja").write_text(dd.chat_template, encoding="utf-8")
             out.print(f"wrote {out_dir}/chat_template.jinja (the snapshot's training template)")
         if getattr(dd, "label_info", None):

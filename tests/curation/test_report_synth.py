@@ -44,7 +44,7 @@ def test_the_report_shows_diversity_quotas_holdout_and_the_judge(tmp_path):
                    "sampling": {"temperature": 0.0, "max_tokens": 64, "seed": 1}}
         qspec = write_queries_spec(tmp_path / "lib" / "queries", target=6, per_call=2, teacher=teacher)
         store_path = tmp_path / "store"
-        run_cli("generate", qspec, "--store", store_path, "--no-progress", check=True)
+        run_cli("generate", qspec, "--store", store_path, "--no-progress", "--allow-unlocked", check=True)
         judge = judge_section(teacher=teacher, threshold=1)
         pspec = write_plan_spec(tmp_path / "lib" / "plan", seeds={"from_spec": "tq@1"}, judge=judge)
         rs, qs = load_spec(pspec), load_spec(qspec)
