@@ -145,7 +145,7 @@ def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise SpecError(str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start}); convert the file to UTF-8",
+        raise SpecError(str(path), f"row is not UTF-8 ({exc.reason} at byte {exc.start}); convert the file to UTF-8",
                         line=line) from None
     text = text.removeprefix("\ufeff")
     if fmt == "jsonl":

@@ -55,7 +55,7 @@ def test_cells_split_the_target_with_a_trap_share_and_tag_traps(tmp_path):
 
 def test_a_quota_that_can_never_fill_is_reported_before_any_teacher_call(tmp_path, server):
     spec = write_queries_spec(tmp_path, min_seeds=2, teacher=_openai(server))
-    proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress")
+    proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress", "--allow-unlocked")
     assert proc.returncode == 2, proc.stderr
     assert "quota can never fill" in proc.stderr and "creative/en/plain has 1 seed(s)" in proc.stderr
     assert str(spec) in proc.stderr and "Traceback" not in proc.stderr
@@ -114,14 +114,14 @@ def test_synthesis_resumes_after_kill_9_fills_quotas_and_feeds_a_plan_spec(tmp_p
     try:
         spec = write_queries_spec(tmp_path / "lib" / "queries", target=10, per_call=2, teacher=_openai(server))
         store = tmp_path / "store"
-        args = [*MASHBILL, "generate", str(spec), "--store", str(store), "--no-progress"]
+        args = [*MASHBILL, "generate", str(spec), "--store", str(store), "--no-progress", "--allow-unlocked"]
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # kill once the teacher has answered a few calls (progress seen by the server, not a timer)
         _wait_for(lambda: len([k for k, _, _ in server.log if k]) >= 3 or proc.poll() is not None, "teacher calls")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        run_cli("generate", spec, "--store", store, "--no-progress", check=True)
-        again = run_cli("generate", spec, "--store", store, "--no-progress", "--json", check=True)
+        run_cli("generate", spec, "--store", store, "--no-progress", "--allow-unlocked", check=True)
+        again = run_cli("generate", spec, "--store", store, "--no-progress", "--json", "--allow-unlocked", check=True)
     finally:
         server.stop()
     rs = load_spec(spec)
@@ -159,7 +159,7 @@ def test_synthesis_with_the_embedded_model(tmp_path):
     """The real 135M teacher through the same loop: every call stored, every kept query screened and tagged."""
     spec = write_queries_spec(tmp_path, target=3, per_call=2, trap_share=0.34)
     proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress", "--threads", "1", "--json",
-                   check=True)
+                   "--allow-unlocked", check=True)
     rs = load_spec(spec)
     with Store.open(tmp_path / "s") as s:
         recs = s.records(spec_hash=rs.hash)
