@@ -14,7 +14,7 @@ from rich.table import Table
 DEFAULT_STORE = "./mashbill-data"
 
 console = Console(stderr=True)
-out = Console()
+out = Console(soft_wrap=True)  # paths and ids printed whole, never folded at 80 columns in a pipe
 
 
 def store_option(f):

@@ -105,7 +105,10 @@ def test_predict_cli_runs_the_gguf_planner(gguf_export):
     path, _ = gguf_export
     proc = run_cli("predict", path / "model.q8_0.gguf", "What is 1847 * 23 + 519?", "--threads", "1", check=True)
     row = json.loads(proc.stdout)
-    assert row["text"] == "What is 1847 * 23 + 519?" and row["json"] is True and isinstance(row["output"], list)
+    assert row["text"] == "What is 1847 * 23 + 519?"
+    # the adapter is untrained: under the schema grammar its answer is a JSON plan, or it ran into max_tokens
+    # (looping inside a string); a finished answer that is not JSON would mean the grammar was not applied
+    assert (row["json"] is True and isinstance(row["output"], list)) or row["finish_reason"] == "length", row
 
 
 def test_gguf_that_does_not_load_is_one_line(tmp_path, gguf_export):

@@ -19,6 +19,7 @@ RIGHT_FIX = json.dumps([{"task": "Compute 98.765 - 45.678 * 2 exactly.", "catego
                          "mcp_tool": "calculate", "mcp_args": {"expression": "98.765 - 45.678 * 2"}}])
 RULE_BREAKING_FIX = json.dumps([{"task": "Explain the heating demand.", "category": "science"},
                                 {"task": "Compute it.", "category": "precision_tools"}])  # no mcp_tool: PLAN006
+HAMLET_FIX = json.dumps([{"task": "Summarise Shakespeare's Hamlet in two sentences.", "category": "general"}])
 MALFORMED_FIX = '[{"task": "Summarise Hamlet", "category": "general",]'
 
 
@@ -98,7 +99,9 @@ def test_push_annotate_pull_freeze(argilla, tmp_path):
     # Pulling again changes nothing; a changed answer replaces that reviewer's row.
     pull_decisions(argilla, spec, store_dir)
     assert _without_pulled_at(_decisions(store_dir)) == _without_pulled_at(rows)
-    annotator.update(fifth["id"], answer("reject", RIGHT_FIX.replace("98.765 - 45.678 * 2", "1+1")))
+    # a correction that fits the fifth request (the first wave reused the arithmetic fix here: "1+1" for a Hamlet
+    # summary, which the argument-fidelity rules now rightly refuse as an invented operand)
+    annotator.update(fifth["id"], answer("reject", HAMLET_FIX))
     assert pull_decisions(argilla, spec, store_dir).replaced == 5
     rows = _decisions(store_dir)
     assert len(rows) == 5 and rows[ids[4]]["decision"] == "reject" and rows[ids[4]]["correction_valid"] is True
@@ -117,7 +120,7 @@ def test_push_annotate_pull_freeze(argilla, tmp_path):
     trained = {r["record_id"]: json.loads(r["completion"]) for r in rows}
     assert set(trained) == {ids[0], ids[1], ids[4]}
     assert trained[ids[1]] == json.loads(RIGHT_FIX)  # the reviewer's correction, not the teacher's `math` plan
-    assert trained[ids[4]][0]["mcp_args"] == {"expression": "1+1"}
+    assert trained[ids[4]] == json.loads(HAMLET_FIX)
     assert trained[ids[0]][0]["mcp_tool"] == "calculate"  # accepted as the teacher wrote it
     rejects = {r["record_id"]: list(r["codes"]) for r in pq.read_table(snap / "rejects.parquet").to_pylist()}
     assert set(rejects) == {ids[2], ids[3], ids[5]}
