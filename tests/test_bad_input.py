@@ -128,6 +128,9 @@ def corpus(tmp_path_factory) -> dict:
     oa_data["output_schema"] = str(specs / "tiny" / oa_data["output_schema"])
     oa_data["seeds"][0]["path"] = str(specs / "tiny" / oa_data["seeds"][0]["path"])
     oa.write_text(yaml.safe_dump(oa_data), encoding="utf-8")
+    # broken tokenizer files, written here rather than tracked (no .gguf in git): text, and a header cut short
+    (tmp / "not-a-model.gguf").write_bytes(b"this is not a GGUF file\n")
+    (tmp / "truncated.gguf").write_bytes(b"GGUF\x03\x00\x00\x00")
     return {"tmp": tmp, "spec": spec, "good": good, "truncated": truncated, "flipped": flipped, "lost": lost,
             "newer": newer, "snaps": snaps, "edited": edited / "tiny" / "tiny-plan@1.yaml", "bumped": bumped,
             "noembed": noembed, "oa": oa}
@@ -175,10 +178,10 @@ CASES = [
     ("wrong-format", lambda c: ["validate", BAD / "messages.jsonl", "--format", "nope", "--tokenizer", TOKENIZER], 2,
      ["--format", "nope"], []),
     ("gguf-not-a-gguf", lambda c: ["validate", BAD / "messages.jsonl", "--format", "messages", "--tokenizer",
-                                   BAD / "not-a-model.gguf", "--max-seq-len", "256", "--no-write"], 2,
+                                   c["tmp"] / "not-a-model.gguf", "--max-seq-len", "256", "--no-write"], 2,
      ["not-a-model.gguf", "not a GGUF file"], []),
     ("gguf-truncated", lambda c: ["validate", BAD / "messages.jsonl", "--format", "messages", "--tokenizer",
-                                  BAD / "truncated.gguf", "--max-seq-len", "256", "--no-write"], 2,
+                                  c["tmp"] / "truncated.gguf", "--max-seq-len", "256", "--no-write"], 2,
      ["truncated.gguf"], []),
     ("store-truncated", lambda c: ["sql", "SELECT count(*) FROM records", "--store", c["truncated"]], 2,
      ["mashbill.duckdb", "damaged or unreadable"], []),
