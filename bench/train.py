@@ -53,7 +53,8 @@ def write_snapshot(folder: Path, name: str, kind: str, splits: dict[str, list[di
     import pyarrow.parquet as pq
 
     from mashbill.curation.snapshot import (FORMAT, MANIFEST, SCHEMA, SPLITS, integrity_of, manifest_bytes,
-                                            sha256_file, snapshot_id_of)
+                                            snapshot_id_of)
+    from mashbill.specs.loader import sha256_file
 
     tmp = folder.with_name(".tmp-" + folder.name)
     (tmp / "data").mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 
 from mashbill import __version__
 from mashbill.curation.snapshot import (CARD, FORMAT, MANIFEST, FreezeResult, SnapshotError, _check_name, _fsync_tree,
-                                        integrity_of, manifest_bytes, sha256_file, snapshot_id_of)
+                                        integrity_of, manifest_bytes, snapshot_id_of)
+from mashbill.specs.loader import sha256_file
 from mashbill.curation.groups import near_duplicate_pairs
 from mashbill.curation.split import SPLITS, assign_splits, leakage
 from mashbill.specs.router import ResolvedRecipe

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from mashbill.factory.stats import percentiles
 from mashbill.factory.store import Store
 
 MAX_POINTS = 120
@@ -22,17 +23,6 @@ def _downsample(points: list, limit: int = MAX_POINTS) -> list:
     if out[-1] is not points[-1]:
         out[-1] = points[-1]
     return out
-
-
-def _pcts(values: list[float]) -> dict:
-    v = sorted(values)
-    if not v:
-        return {"n": 0}
-
-    def p(q):
-        return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
-
-    return {"n": len(v), "p50": p(50), "p95": p(95), "max": v[-1]}
 
 
 def store_series(store: Store, spec_hashes: list[str] | None, review: dict | None) -> dict:
@@ -57,7 +47,7 @@ def store_series(store: Store, spec_hashes: list[str] | None, review: dict | Non
                                     params).fetchall())
     if review is None:
         review = review_progress(store, spec_hashes)
-    return {"accept_rate": list(runs.values()), "latency": {**_pcts(lat), "values": _downsample(sorted(lat), 400)},
+    return {"accept_rate": list(runs.values()), "latency": {**percentiles(lat, (50, 95)), "values": _downsample(sorted(lat), 400)},
             "status": status, "review": review}
 
 

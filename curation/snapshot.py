@@ -41,8 +41,10 @@ from mashbill.curation.select import Excluded, Selection, select_records
 from mashbill.curation.groups import near_duplicate_pairs
 from mashbill.curation.split import SPLITS, assign_splits, leakage
 from mashbill.errors import MashbillError
+from mashbill.factory.stats import percentiles
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, canonical_json, find_spec, load_spec
+from mashbill.specs.loader import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +82,6 @@ class IntegrityError(SnapshotError):
         super().__init__(f"snapshot {root} was altered and must not be used: " +
                          "; ".join(f"{f}: {why}" for f, why in problems[:10]) +
                          (f"; and {len(problems) - 10} more" if len(problems) > 10 else ""))
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def manifest_bytes(manifest: dict) -> bytes:
@@ -499,7 +493,7 @@ def _write(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], sto
             "review": built.review,
             "preference": built.preference,
             **({"judge": built.judge["summary"]} if built.judge else {}),
-            "tokens": ({"counted": len(lens), "p50": _pct(lens, 50), "p95": _pct(lens, 95), "p99": _pct(lens, 99),
+            "tokens": ({"counted": len(lens), **{k: v for k, v in percentiles(lens).items() if k[0] == "p"},
                         "max": lens[-1], "over_max_seq_len": sum(n > profile.max_seq_len for n in lens)}
                        if lens else None),
         }
@@ -551,13 +545,6 @@ def _classes(rs: ResolvedSpec) -> dict:
     kind = rs.spec.kind if rs.spec.kind != "preference" else "plan"
     names, problem = class_names(kind, rs.output_schema, rs.taxonomy)
     return {"names": names, "problem_type": problem}
-
-
-def _pct(sorted_values: list[int], p: float) -> int:
-    if not sorted_values:
-        return 0
-    i = min(len(sorted_values) - 1, max(0, int(round(p / 100 * (len(sorted_values) - 1)))))
-    return sorted_values[i]
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from mashbill.curation.snapshot import SnapshotError, resolve_snapshot, sha256_file, verify
+from mashbill.specs.loader import sha256_file
+from mashbill.curation.snapshot import SnapshotError, resolve_snapshot, verify
 from mashbill.errors import MashbillError
 
 LINEAGE_SCHEMA = "mashbill.lineage/1"

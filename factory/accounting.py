@@ -10,8 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from mashbill.factory.stats import percentiles
 from mashbill.factory.teachers.base import TeacherResult
 
 # Latencies kept for the percentiles; older ones are dropped in blocks (a long run stays bounded).
@@ -71,10 +70,8 @@ class Accounting:
         return time.monotonic() - self.started
 
     def latency_percentiles(self) -> dict[str, float | None]:
-        if not self._latencies:
-            return {"p50": None, "p90": None, "p99": None}
-        p50, p90, p99 = np.percentile(np.asarray(self._latencies), [50, 90, 99])
-        return {"p50": round(float(p50), 4), "p90": round(float(p90), 4), "p99": round(float(p99), 4)}
+        pct = percentiles(self._latencies, (50, 90, 99))
+        return {k: None if pct[k] is None else round(float(pct[k]), 4) for k in ("p50", "p90", "p99")}
 
     def cost(self, wall_s: float | None = None) -> float | None:
         """Token prices and GPU-hours from the spec's `teacher.prices`; None when it gives none."""

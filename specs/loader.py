@@ -36,6 +36,15 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def sha256_file(path) -> str:
+    """sha256 of a file, read in 1 MiB chunks (models and snapshots do not fit in memory twice)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 @dataclass(frozen=True)
 class ResolvedSpec:
     """A spec with every reference loaded. `hash` covers content, never runtime knobs or absolute paths."""

@@ -54,7 +54,8 @@ class Preflight:
     @property
     def snapshot_ref(self) -> dict:
         m = self.manifest
-        from mashbill.curation.snapshot import MANIFEST, sha256_file
+        from mashbill.curation.snapshot import MANIFEST
+        from mashbill.specs.loader import sha256_file
 
         return {"name": m["name"], "version": m["version"], "id": m["snapshot_id"],
                 "manifest_sha256": sha256_file(self.snapshot / MANIFEST), "path": str(self.snapshot.resolve())}

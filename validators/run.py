@@ -136,7 +136,8 @@ def _rank(sev: str) -> int:
 
 
 def check_spans(rows: list[Row], opts: Options, report: Report) -> None:
-    from mashbill.validators.spans import SpanEngine, audit, judge, percentiles
+    from mashbill.factory.stats import percentiles
+    from mashbill.validators.spans import SpanEngine, audit, judge
     from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
 
     prof = opts.profile

@@ -24,17 +24,6 @@ from mashbill.validators.span_rules import SpanResult, TrainingExample, merge_ra
 log = logging.getLogger(__name__)
 
 
-def percentiles(values: Sequence[int]) -> dict:
-    import numpy as np
-
-    if not values:
-        return {"min": None, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
-    arr = np.asarray(values)
-    return {"min": int(arr.min()), "p50": int(np.percentile(arr, 50, method="nearest")),
-            "p95": int(np.percentile(arr, 95, method="nearest")), "p99": int(np.percentile(arr, 99, method="nearest")),
-            "max": int(arr.max()), "mean": round(float(arr.mean()), 1)}
-
-
 def _shape(ex: TrainingExample, res: SpanResult) -> tuple:
     if res.error is not None:
         kind = "error"

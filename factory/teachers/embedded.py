@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 from pathlib import Path
 
 from mashbill.errors import TeacherError
+from mashbill.specs.loader import sha256_file
 
 EMBEDDED = {
     # name: (python package that carries the file, file name)
@@ -48,8 +48,4 @@ def file_sha256(path: Path) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_file(path)

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mashbill.curation.snapshot import freeze, sha256_file
+from mashbill.curation.snapshot import freeze
+from mashbill.specs.loader import sha256_file
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from tests.curation.conftest import SHARED, Lib, add_records

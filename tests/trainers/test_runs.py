@@ -26,7 +26,8 @@ def _lora_b_nonzero(adapter_dir) -> int:
 
 
 def _check_folder(run, method, snaps_dir):
-    from mashbill.curation.snapshot import MANIFEST, sha256_file
+    from mashbill.curation.snapshot import MANIFEST
+    from mashbill.specs.loader import sha256_file
 
     lin = json.loads((run / "lineage.json").read_text())
     assert lin["schema"] == "mashbill.lineage/1" and lin["method"] == method
