@@ -1,7 +1,7 @@
 """Query synthesis and the judge with the embedded teacher (2 threads, the 52 quick-start seeds).
 
-Runs quickstart-queries@1 with a smaller target (--target, default 24) into a fresh store, then plans
---plans of the grown queries with quickstart-plan-grown@1 and judges those plans with its judge, all
+Runs quickstart-queries@2 with a smaller target (--target, default 24) into a fresh store, then plans
+--plans of the grown queries with quickstart-plan-grown@2 and judges those plans with its judge, all
 through the one generate loop. Prints the pool figures and, side by side, generation and judging time
 per record. Last line:
 
@@ -67,8 +67,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="mashbill-bench-synth-") as tmp:
         lib = Path(tmp) / "lib"
-        qs = load_spec(copy_spec("quickstart-queries@1", lib, synthesis={"target": args.target}))
-        plan = load_spec(copy_spec("quickstart-plan-grown@1", lib))
+        qs = load_spec(copy_spec("quickstart-queries@2", lib, synthesis={"target": args.target}))
+        plan = load_spec(copy_spec("quickstart-plan-grown@2", lib))
         with Store.open(Path(tmp) / "store") as store:
             teacher = make_teacher(qs.spec.teacher, threads=args.threads)
             try:

