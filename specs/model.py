@@ -350,8 +350,9 @@ class TrapRule(Strict):
 class SynthFilters(Strict):
     min_chars: int = Field(12, ge=1)
     max_chars: int = Field(400, ge=1)
-    min_words: int = Field(1, ge=1)  # words of letters; drops identifiers and bare numbers ("convert-65mph", "17.5% of 4,360")
+    min_words: int = Field(1, ge=1)  # words of letters; above 1 also one token without a space ("convert-65mph", "17.5% of 4,360")
     language: bool = True  # the detected language (py3langid, EN/DE) must be the cell's
+    echo: bool = True  # drop queries that repeat the prompt's fixed wording or JSON/template residue (SYN007)
     near_duplicate_threshold: float = Field(0.7, gt=0, le=1)  # Jaccard on character 5-grams
 
 

