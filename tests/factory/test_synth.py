@@ -15,7 +15,7 @@ import subprocess
 import time
 
 import pytest
-from synth_specs import SEEDS, write_plan_spec, write_queries_spec
+from synth_specs import ROOT, SEEDS, write_plan_spec, write_queries_spec
 
 from mashbill.errors import SpecError
 from mashbill.factory.records import Record, SpecRef
@@ -134,6 +134,18 @@ def test_the_screen_drops_identifiers_prompt_echoes_and_statements(tmp_path):
     # the word count and the request shape are off by default: a spec turns them on
     plain = query_screen(load_spec(write_queries_spec(tmp_path / "plain")))
     assert plain.check("The answer to this one is 42.", "en") is None
+
+
+def test_the_request_shape_keeps_the_library_seeds():
+    """The README's figure: of the 235 library seeds 5 fail the shape check, none of the 52 quick-start ones."""
+    from mashbill.validators.queries import looks_like_request
+
+    seeds = ROOT / "specs" / "library" / "seeds"
+    failed = {}
+    for name in ("quickstart.jsonl", "moe-seeds.jsonl"):
+        rows = [json.loads(line) for line in (seeds / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+        failed[name] = (len(rows), sum(not looks_like_request(r["query"], r["lang"]) for r in rows))
+    assert failed == {"quickstart.jsonl": (52, 0), "moe-seeds.jsonl": (183, 5)}
 
 
 def test_finish_keeps_only_what_fits_the_quota_and_tags_it(tmp_path):
