@@ -134,9 +134,11 @@ def pool_items(store: Store, rs: ResolvedSpec) -> list[dict]:
 class SynthWork(Work):
     """The jobs of a queries spec; `finish` screens each call's queries and keeps what fits the quotas."""
 
-    def __init__(self, rs: ResolvedSpec, store: Store, screen: Screen):
+    def __init__(self, rs: ResolvedSpec, store: Store, screen: Screen, *, calls_per_quota: float | None = None):
         super().__init__(rs, SpecRef(rs.spec.name, rs.spec.version, rs.hash), "queries")
         self.cells = {c.name: c for c in plan_cells(rs)}
+        # a call budget, not part of the hash: calls are numbered per cell, so a larger budget only adds calls
+        self.calls_per_quota = calls_per_quota or rs.spec.synthesis.calls_per_quota
         self.screen = screen
         self.kept: dict[str, int] = {name: 0 for name in self.cells}
         for item in pool_items(store, rs):  # resume: the pool and the counts come from the store
@@ -150,7 +152,7 @@ class SynthWork(Work):
 
     def jobs(self, *, limit=None, shard=None) -> list[Job]:
         syn = self.rs.spec.synthesis
-        per_cell = {n: math.ceil(c.quota / syn.per_call * syn.calls_per_quota) for n, c in self.cells.items()}
+        per_cell = {n: math.ceil(c.quota / syn.per_call * self.calls_per_quota) for n, c in self.cells.items()}
         items = []
         for call in range(max(per_cell.values(), default=0)):  # round-robin: every cell progresses together
             for name, cell in self.cells.items():

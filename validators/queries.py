@@ -211,11 +211,11 @@ def query_screen(rs: ResolvedSpec) -> QueryScreen:
                        prompt_echo_grams(rs) if rs.spec.synthesis.filters.echo else frozenset())
 
 
-def synth_work(rs: ResolvedSpec, store: Store):
-    """The generate loop's work for a `queries` spec, with this screen."""
+def synth_work(rs: ResolvedSpec, store: Store, *, calls_per_quota: float | None = None):
+    """The generate loop's work for a `queries` spec, with this screen (and a call budget other than the spec's)."""
     from mashbill.factory.synth import SynthWork
 
-    return SynthWork(rs, store, query_screen(rs))
+    return SynthWork(rs, store, query_screen(rs), calls_per_quota=calls_per_quota)
 
 
 def holdout_hits(texts: list[str], holdout: list[HoldoutItem], threshold: float = 0.7) -> int:

@@ -211,6 +211,27 @@ def test_synthesis_resumes_after_kill_9_fills_quotas_and_feeds_a_plan_spec(tmp_p
     assert plan.files["seeds.0"] == rs.hash  # the queries spec's hash is part of the plan spec's hash
 
 
+def test_a_larger_call_budget_goes_on_filling_short_cells_under_the_same_hash(tmp_path, server):
+    # the fault server adds one new query per call: a budget of ceil(quota / per_call * 1) calls leaves cells short
+    spec = write_queries_spec(tmp_path / "lib", target=8, per_call=2, teacher=_openai(server),
+                              synthesis={"calls_per_quota": 1})
+    store = tmp_path / "store"
+    run_cli("generate", spec, "--store", store, "--no-progress", "--allow-unlocked", check=True)
+    rs = load_spec(spec)
+    quotas = {c.name: c.quota for c in plan_cells(rs)}
+    with Store.open(store) as s:
+        first = {r.id for r in s.records(spec_hash=rs.hash)}
+        short = len(pool_items(s, rs))
+    assert short < sum(quotas.values())
+    run_cli("generate", spec, "--store", store, "--no-progress", "--allow-unlocked", "--calls-per-quota", "3",
+            check=True)
+    with Store.open(store) as s:
+        items = pool_items(s, rs)
+        later = {r.id for r in s.records(spec_hash=rs.hash)}
+    assert first < later  # the first run's calls are kept, the new budget only adds calls
+    assert {name: sum(i["cell"] == name for i in items) for name in quotas} == quotas
+
+
 def test_a_plan_spec_without_its_queries_in_the_store_says_so(tmp_path):
     write_queries_spec(tmp_path / "lib" / "queries")
     plan = load_spec(write_plan_spec(tmp_path / "lib" / "plan", seeds={"from_spec": "tq@1"}))
