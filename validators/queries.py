@@ -74,7 +74,7 @@ def detect_language(text: str) -> str:
 
 ECHO_N = 3
 # What a small teacher leaves of the JSON or of a template when it slips out of the string it writes.
-RESIDUE = ("{{", "}}", "'}", '"}', "},", "[insert")
+RESIDUE = ("{{", "}}", "{%", "'}", '"}', "},", "}]", "[insert")
 
 
 def word_grams(text: str, n: int = ECHO_N) -> set[tuple[str, ...]]:
