@@ -135,15 +135,11 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
     require_review = spec.curation.require_review if require_review is None else require_review
     records = store.records(spec_hash=rs.hash)
     if not records:
-        others = store.con.execute("SELECT DISTINCT spec_hash FROM records WHERE spec_name = ? AND spec_version = ?",
-                                   [spec.name, spec.version]).fetchall()
-        hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[0][:12] for h in others)}),"
+        others = sorted({h for h, _, _ in store.spec_status_counts(spec.name, spec.version)})
+        hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[:12] for h in others)}),"
                 " so the spec changed since they were generated") if others else "; run `mashbill generate` first"
         raise MashbillError(f"store {store.root} has no records of {spec.ref} (spec hash {rs.hash[:12]}){hint}")
-    where = "record_id IN (SELECT record_id FROM records WHERE spec_hash = ?)"
-    marks = {r[0]: (r[1], r[2]) for r in store.con.execute(
-        f"SELECT record_id, arg_max(passed, validated_at), arg_max(validation_id, validated_at) "
-        f"FROM record_validations WHERE {where} GROUP BY record_id", [rs.hash]).fetchall()}
+    marks = store.latest_marks(rs.hash)
     unvalidated = [r.id for r in records if r.status == "accepted" and r.id not in marks]
     if unvalidated:
         raise MashbillError(
@@ -152,17 +148,12 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
             "first. Nothing was written.")
     verdicts: dict[str, list[tuple[str, str, str, str]]] = {}
     counts: Counter = Counter()
-    for rid, stage, code, severity, detail in store.con.execute(
-            f"SELECT record_id, stage, code, severity, detail FROM verdicts WHERE {where} "
-            "ORDER BY record_id, stage, code", [rs.hash]).fetchall():
+    for rid, stage, code, severity, detail in store.verdict_rows(rs.hash):
         verdicts.setdefault(rid, []).append((stage, code, severity, detail or ""))
         counts[code] += 1
-    cols = ["record_id", "reviewer", "status", "decision", "corrected_output", "correction_valid", "responded_at",
-            "pulled_at"]
     decisions: dict[str, list[dict]] = {}
-    for row in store.con.execute(f"SELECT {', '.join(cols)} FROM review_decisions WHERE {where}",
-                                 [rs.hash]).fetchall():
-        decisions.setdefault(row[0], []).append(dict(zip(cols, row)))
+    for row in store.review_rows(spec_hashes=[rs.hash]):
+        decisions.setdefault(row["record_id"], []).append(row)
 
     validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
     checker = None
@@ -227,22 +218,9 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
               "invalid_corrections": stats["invalid_corrections"],
               "accepted_but_failed_validation": stats["accepted_but_invalid"],
               "unreviewed": len(records) - stats["reviewed"]}
-    runs = record_runs(store, [c.record.id for c in candidates])
+    runs = store.record_runs([c.record.id for c in candidates])
     run_ids = sorted(set(runs.values()))
     validation_ids = sorted({marks[c.record.id][1] for c in candidates if c.record.id in marks})
     return Selection(rs, candidates, excluded, dict(sorted(counts.items())), review, run_ids, validation_ids,
                      corrections)
 
-
-def record_runs(store: Store, record_ids: list[str]) -> dict[str, str]:
-    """record id -> the run that produced it."""
-    if not record_ids:
-        return {}
-    import pyarrow as pa
-
-    store.con.register("_sel_ids", pa.table({"record_id": record_ids}))
-    try:
-        rows = store.con.execute("SELECT record_id, run_id FROM records JOIN _sel_ids USING (record_id)").fetchall()
-    finally:
-        store.con.unregister("_sel_ids")
-    return dict(rows)

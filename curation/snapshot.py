@@ -264,9 +264,7 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
     src = source_spec_of(rs)
     src_sel = select_records(store, src)
     samples = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"] if {"teacher", "judge"} & set(cfg.sources) else []
-    marks = {r[0] for r in store.con.execute(
-        "SELECT DISTINCT record_id FROM record_validations WHERE record_id IN "
-        "(SELECT record_id FROM records WHERE spec_hash = ?)", [rs.hash]).fetchall()}
+    marks = store.validated_ids(rs.hash)
     unvalidated = [r.id for r in samples if r.status == "accepted" and r.id not in marks]
     if unvalidated:
         raise MashbillError(f"store {store.root}: {len(unvalidated)} teacher sample(s) of {rs.ref} were never "
@@ -299,16 +297,9 @@ def _build(store: Store, rs: ResolvedSpec) -> Built:
                                     ex.completion, ex.rejected, ex.rejected_codes, turns, [ex.key], ex.inputs))
             corrections += 1
     verdicts = Counter(src_sel.verdict_counts)
-    sample_codes = store.con.execute(
-        "SELECT code, count(*) FROM verdicts WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) "
-        "GROUP BY code", [rs.hash]).fetchall()
-    verdicts.update(dict(sample_codes))
-    sample_runs = [r[0] for r in store.con.execute(
-        "SELECT DISTINCT run_id FROM records WHERE spec_hash = ? AND status <> 'failed'", [rs.hash]).fetchall()] \
-        if samples else []
-    sample_validations = [r[0] for r in store.con.execute(
-        "SELECT DISTINCT validation_id FROM record_validations WHERE record_id IN "
-        "(SELECT record_id FROM records WHERE spec_hash = ?)", [rs.hash]).fetchall()] if samples else []
+    verdicts.update(store.verdict_counts(rs.hash))
+    sample_runs = store.run_ids(rs.hash) if samples else []
+    sample_validations = store.validation_ids(rs.hash) if samples else []
     pref = {"sources": cfg.sources, "pairs": dict(pb.counts), "correction_samples": corrections,
             "edits": edits_of(rs), "samples_per_query": cfg.samples_per_query, "source_spec": src.ref,
             "rules_engine": pb.engine, "rejected_pairs": dict(Counter(e.codes[0] for e in pb.excluded)),
@@ -405,16 +396,9 @@ def _fsync_tree(root: Path) -> None:
 def _teacher_facts(store: Store, run_ids: list[str]) -> list[dict]:
     if not run_ids:
         return []
-    rows = store.con.execute(
-        "SELECT run_id, spec_name, spec_version, backend, model, model_sha256, model_info, sampling FROM runs "
-        f"WHERE run_id IN ({', '.join('?' for _ in run_ids)}) ORDER BY run_id", run_ids).fetchall()
-    out = []
-    for run_id, sname, sver, backend, model, sha, info, sampling in rows:
-        info = json.loads(info) if info else {}
-        out.append({"run_id": run_id, "spec": f"{sname}@{sver}", "backend": backend, "model": model,
-                    "model_sha256": sha, "revision": info.get("revision"),
-                    "sampling": json.loads(sampling) if sampling else {}})
-    return out
+    return [{"run_id": r["run_id"], "spec": f"{r['spec_name']}@{r['spec_version']}", "backend": r["backend"],
+             "model": r["model"], "model_sha256": r["model_sha256"], "revision": r["model_info"].get("revision"),
+             "sampling": r["sampling"]} for r in store.runs_info(run_ids)]
 
 
 def _run_stats(store: Store, spec_hashes: list[str], review: dict) -> dict:

@@ -23,6 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
+from mashbill.factory.store_queries import StoreQueries
 from mashbill import __version__
 from mashbill.errors import StoreError
 
@@ -96,8 +97,8 @@ def damaged_message(db: Path, exc: BaseException) -> str:
             "it from its shard stores")
 
 
-class Store:
-    """A store folder. Open it with `Store.open(path)`; use as a context manager."""
+class Store(StoreQueries):
+    """A store folder. Open it with `Store.open(path)`; use as a context manager. Named reads: StoreQueries."""
 
     def __init__(self, root: Path, con: duckdb.DuckDBPyConnection, read_only: bool):
         self.root = root
