@@ -40,26 +40,18 @@ def store_series(store: Store, spec_hashes: list[str] | None, review: dict | Non
 
 
 def review_progress(store: Store, spec_hashes: list[str] | None) -> dict | None:
+    """Review outcomes per record, decided as selection decides them (factory.usable.resolve_decisions)."""
+    from mashbill.factory.usable import resolve_decisions
+
     total = sum(store.status_counts(spec_hashes).values())
     rows = store.review_rows(spec_hashes=spec_hashes)
     if not rows:
         return None
-    per: dict[str, set] = {}
-    for rid, decision, corrected, st in ((r["record_id"], r["decision"],
-                                          r["corrected_output"] is not None and bool(r["correction_valid"]),
-                                          r["status"]) for r in rows):
-        if st != "submitted":
-            continue
-        per.setdefault(rid, set()).add("corrected" if corrected else decision)
-    c = Counter()
-    for votes in per.values():
-        if "corrected" in votes:
-            c["corrected"] += 1
-        elif votes >= {"accept", "reject"}:
-            c["disagreements"] += 1
-        elif "reject" in votes:
-            c["rejected"] += 1
-        elif "accept" in votes:
-            c["accepted"] += 1
-    return {"records": total, "reviewed": len(per), "accepted": c["accepted"], "corrected": c["corrected"],
-            "rejected": c["rejected"], "disagreements": c["disagreements"], "unreviewed": total - len(per)}
+    per: dict[str, list[dict]] = {}
+    for r in rows:
+        per.setdefault(r["record_id"], []).append(r)
+    outputs = {rec.id: rec.output for rec in store.records(ids=sorted(per))}
+    c = Counter(resolve_decisions(rs_, outputs.get(rid)).state for rid, rs_ in per.items())
+    reviewed = sum(n for state, n in c.items() if state != "none")
+    return {"records": total, "reviewed": reviewed, "accepted": c["accepted"], "corrected": c["corrected"],
+            "rejected": c["rejected"], "disagreements": c["disagreement"], "unreviewed": total - reviewed}

@@ -209,6 +209,13 @@ class StoreQueries:
             con.unregister("_new")
         return len(rows), replaced
 
+    def usable(self, spec_hash: str, *, require_review: bool = False, validator=None, recheck_for=None) -> list:
+        """Every record of a spec hash with the one answer to "is it usable?" (factory.usable.record_states)."""
+        from mashbill.factory.usable import record_states
+
+        return record_states(self, spec_hash, require_review=require_review, validator=validator,
+                             recheck_for=recheck_for)
+
     # ------------------------------------------------------------ events
 
     def events_of(self, kind: str) -> list[tuple]:
