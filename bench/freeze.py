@@ -5,8 +5,8 @@
 The store is built once (accepted plan records of the library's quickstart-plan@2 spec, one validation
 run over all of them, a few review decisions) and cached under ~/.cache/mashbill/bench/; a rerun reuses it.
 Each repeat freezes it with tokens=False into a fresh folder and times the whole `freeze` call (open the
-store, select, balance, split, write Parquet, manifest). Every query is distinct, and a few are near
-duplicates of each other, so grouping and the split have real work. Last line: machine-readable.
+store, select, balance, split, write Parquet, manifest). Queries are random pseudo-word sentences, and every
+500th is a near duplicate of the one before, so grouping and the split have real work. Last line: machine-readable.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -31,17 +32,18 @@ WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo li
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
 
 
+SYLLABLES = ("ka ri to me su na lo vi de pa ge mu ba zo fi ne ru sa ti ko la we ha ju ye xo qi ce do gu "
+             "ma ni po se bu le ta vo").split()
+VOCAB = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in ("", "n", "s", "r")]
+
+
 def _query(i: int) -> str:
-    # distinct words per record (base-26 digits), so MinHash sees unrelated texts; every 500th is a near copy
+    # 6-11 pseudo-words drawn per record, so queries are as unrelated as real ones; every 500th is a near copy
+    # of the one before (one word added), so near-duplicate grouping has real clusters to find
     j = i - 1 if i % 500 == 1 else i
-    digits = []
-    while True:
-        j, d = divmod(j, 26)
-        digits.append(WORDS[d])
-        if not j:
-            break
-    tail = " please" if i % 500 == 1 else ""
-    return f"Plan the request number {' '.join(digits)} about {WORDS[i % 26]} and {WORDS[(i * 7) % 26]}{tail}"
+    rng = random.Random(j)
+    words = [rng.choice(VOCAB) for _ in range(rng.randint(6, 11))]
+    return " ".join(words + (["please"] if i % 500 == 1 else [])).capitalize() + "?"
 
 
 def _plan(i: int) -> list[dict]:
@@ -92,7 +94,7 @@ def main() -> None:
     from mashbill.curation.snapshot import freeze
 
     cache = Path(os.environ.get("MASHBILL_BENCH_DIR", Path.home() / ".cache" / "mashbill" / "bench"))
-    store = cache / f"freeze-{args.records}"
+    store = cache / f"freeze-v2-{args.records}"
     if not (store / "mashbill.duckdb").is_file():
         t0 = time.perf_counter()
         build(store, args.records)
