@@ -76,19 +76,6 @@ def _rules_recheck(checker, rec: Record):
 def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | None = None) -> Selection:
     spec = rs.spec
     require_review = spec.curation.require_review if require_review is None else require_review
-    records = store.records(spec_hash=rs.hash)
-    if not records:
-        others = sorted({h for h, _, _ in store.spec_status_counts(spec.name, spec.version)})
-        hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[:12] for h in others)}),"
-                " so the spec changed since they were generated") if others else "; run `mashbill generate` first"
-        raise MashbillError(f"store {store.root} has no records of {spec.ref} (spec hash {rs.hash[:12]}){hint}")
-    marks = store.latest_marks(rs.hash)
-    unvalidated = [r.id for r in records if r.status == "accepted" and r.id not in marks]
-    if unvalidated:
-        raise MashbillError(
-            f"store {store.root}: {len(unvalidated)} accepted record(s) of {spec.ref} were never covered by a "
-            f"validation run (first: {unvalidated[0][:16]}); run `mashbill validate {spec.ref} --store {store.root}` "
-            "first. Nothing was written.")
     validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
     checker = []  # built on first need: only a record with review rows has a correction to re-check
 
@@ -102,6 +89,17 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
         return _rules_recheck(checker[0], rec)
 
     states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)
+    if not states:
+        others = sorted({h for h, _, _ in store.spec_status_counts(spec.name, spec.version)})
+        hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[:12] for h in others)}),"
+                " so the spec changed since they were generated") if others else "; run `mashbill generate` first"
+        raise MashbillError(f"store {store.root} has no records of {spec.ref} (spec hash {rs.hash[:12]}){hint}")
+    unvalidated = [st.record.id for st in states if st.record.status == "accepted" and st.mark is None]
+    if unvalidated:
+        raise MashbillError(
+            f"store {store.root}: {len(unvalidated)} accepted record(s) of {spec.ref} were never covered by a "
+            f"validation run (first: {unvalidated[0][:16]}); run `mashbill validate {spec.ref} --store {store.root}` "
+            "first. Nothing was written.")
     counts: Counter = Counter(code for st in states for _, code, _, _ in st.verdicts)
     candidates: list[Candidate] = []
     excluded: list[Excluded] = []
@@ -130,14 +128,15 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
                     (REVIEW_BAD_CORRECTION, stats["invalid_corrections"])):
         if n:
             counts[code] += n
-    review = {"require_review": require_review, "records": len(records),
+    review = {"require_review": require_review, "records": len(states),
               "reviewed": stats["reviewed"], "accepted": stats["accepted"], "corrected": stats["corrected"],
               "rejected": stats["rejected"], "disagreements": stats["disagreement"],
               "invalid_corrections": stats["invalid_corrections"],
               "accepted_but_failed_validation": stats["accepted_but_invalid"],
-              "unreviewed": len(records) - stats["reviewed"]}
+              "unreviewed": len(states) - stats["reviewed"]}
     runs = store.record_runs([c.record.id for c in candidates])
     run_ids = sorted(set(runs.values()))
+    marks = {st.record.id: st.mark for st in states if st.mark is not None}
     validation_ids = sorted({marks[c.record.id][1] for c in candidates if c.record.id in marks})
     return Selection(rs, candidates, excluded, dict(sorted(counts.items())), review, run_ids, validation_ids,
                      corrections)
