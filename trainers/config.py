@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from mashbill.errors import MashbillError
+from mashbill.specs.model import Strict
 
 METHODS = ("classify", "sft", "dpo")
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -31,10 +32,6 @@ CONFIGS = Path(__file__).resolve().parent / "configs"
 
 class TrainConfigError(MashbillError):
     """A training config cannot be read or is invalid."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Profile(Strict):
