@@ -64,8 +64,8 @@ def grouped_bars(data: dict[str, dict[str, int]], label: str, limit: int = 30, *
                          f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}" font-size="10">{v}</text>')
     if len(totals) > limit:
         parts.append(f'<text x="{left}" y="{height - 2}" font-size="10" fill="#666">top {limit} of {len(totals)}</text>')
-    keyed = legend([(g, PALETTE[gi % len(PALETTE)]) for gi, g in enumerate(groups)]) if keys else ""
-    return keyed + _svg(height, "".join(parts), label)
+    keyed = legend([(g, PALETTE[gi % len(PALETTE)]) for gi, g in enumerate(groups)])
+    return (keyed if keys else "") + _svg(height, "".join(parts), label)
 
 
 def bars(data: dict[str, int], label: str) -> str:

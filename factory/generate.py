@@ -251,7 +251,7 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
                 rec, vs = _to_record(result, work, ctx.ref, job, prompt, ctx.validator, ctx.checks)
                 records.append(rec)
                 verdicts[rec.id] = vs
-                calls.extend(_calls(result, ctx.teacher))
+                calls.extend(result.attempts)
                 _count(summary, rec, vs, result)
                 acct.observe(result, rec.status)
                 answered = result.attempts[-1].latency_s if result.attempts and result.text is not None else None
@@ -345,12 +345,6 @@ def _to_record(result: TeacherResult, work: Work, ref: SpecRef, job: Job, prompt
         if any(v.severity == "reject" for v in verdicts):
             rec = Record(rec.id, rec.kind, rec.input, rec.output, rec.raw, ref, "rejected", rec.messages, rec.meta)
     return work.finish(rec, verdicts)
-
-
-def _calls(result: TeacherResult, teacher: Teacher) -> list[TeacherCall]:
-    return [TeacherCall(result.request.record_id, result.request.payload_hash, i + 1, teacher.backend, teacher.model,
-                        a.latency_s, a.prompt_tokens, a.cached_tokens, a.completion_tokens, a.finish_reason, a.error)
-            for i, a in enumerate(result.attempts)]
 
 
 def _count(summary: RunSummary, rec: Record, verdicts: Sequence[Verdict], result: TeacherResult) -> None:

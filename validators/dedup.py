@@ -36,9 +36,10 @@ _C = np.uint64(1 << 32)
 
 
 def normalize(text: str) -> str:
-    """What "the same query" means for dedup, holdout leakage, split grouping and the cross-split check (one rule set
-    for all four, so they never disagree): NFKC, case-folded, punctuation to spaces, but an operator between two operands, one of them a number or a
-    parenthesis, is kept ("sqrt(2)*sqrt(3)" and "sqrt(2)+sqrt(3)" stay apart; "7-3", "1/2"; not "e-mail", "km/h")."""
+    """What "the same query" means for dedup, holdout leakage, split grouping and the cross-split check (one rule
+    set for all four, so they never disagree): NFKC, case-folded, punctuation to spaces, but an operator between
+    two operands, one of them a number or a parenthesis, is kept ("sqrt(2)*sqrt(3)" and "sqrt(2)+sqrt(3)" stay
+    apart; "7-3", "1/2"; not "e-mail", "km/h")."""
     text = unicodedata.normalize("NFKC", text or "").casefold()
     if not any(op in text for op in _OPERATORS):
         return _NON_ALNUM.sub(" ", text).strip()
