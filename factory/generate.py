@@ -31,7 +31,7 @@ import jsonschema
 from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
-from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
+from mashbill.factory.records import Record, SpecRef, Verdict, record_id
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
 from mashbill.factory.work import Job, SpecWork, Work, select_jobs
