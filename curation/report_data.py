@@ -88,6 +88,7 @@ def from_store(path: Path) -> dict:
 
         synthesis, judge = synthesis_figures(store), judge_figures(store)
         verdicts = store.verdict_counts()
+        examples = store.verdict_examples()
     tokens, max_len, tokenizer, sampled = [], None, None, False
     from mashbill.curation.tokens import token_lengths
 
@@ -113,5 +114,5 @@ def from_store(path: Path) -> dict:
                    if tokens else None),
         "verdicts": verdicts, "rejects": None, "below_quota": {}, "accept_rate": series["accept_rate"],
         "latency": series["latency"], "review": series["review"], "preference": None,
-        "synthesis": synthesis, "judge": judge,
+        "synthesis": synthesis, "judge": judge, "examples": examples,
     }

@@ -9,8 +9,9 @@ from mashbill.curation.balance import apply_quotas, oversample
 from mashbill.curation.groups import near_duplicate_pairs
 from mashbill.curation.snapshot_examples import Built
 from mashbill.curation.snapshot_format import SnapshotError
-from mashbill.curation.split import assign_splits, leakage
+from mashbill.curation.split import assign_splits
 from mashbill.specs import ResolvedSpec, canonical_json
+from mashbill.validators.leakage import across_splits
 
 def split_and_balance(built: Built, rs: ResolvedSpec):
     spec = rs.spec
@@ -56,7 +57,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec):
         if res.assignment[e.key] == "train":
             train_by_cell[e.cell].append(e.key)
     copies = oversample(balance, train_by_cell, cur.quotas, rs.ref)
-    leak = leakage(res.assignment, {e.key: e.query for e in examples}, res.groups)
+    leak = across_splits(res.assignment, {e.key: e.query for e in examples}, res.groups)
     if leak["groups_across_splits"] or leak["identical_queries_across_splits"]:
         raise SnapshotError(f"{rs.ref}: the split leaks across train/eval/test ({leak}); this is a bug")
     return examples, cut, balance, res, copies, leak
