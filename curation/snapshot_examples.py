@@ -109,9 +109,12 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
         check_correction_loss(rs)
     src = source_spec_of(rs)
     src_sel = select_records(store, src)
-    samples = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"] if {"teacher", "judge"} & set(cfg.sources) else []
-    marks = store.validated_ids(rs.hash)
-    unvalidated = [r.id for r in samples if r.status == "accepted" and r.id not in marks]
+    # the samples with the one usability answer (factory.usable): a left-out sample is never `chosen`
+    states = [st for st in store.usable(rs.hash) if st.record.status != "failed"] \
+        if {"teacher", "judge"} & set(cfg.sources) else []
+    samples = [st.record for st in states]
+    unusable = {st.record.id: st.usability for st in states if not st.usability.usable}
+    unvalidated = [st.record.id for st in states if st.record.status == "accepted" and st.mark is None]
     if unvalidated:
         raise MashbillError(f"store {store.root}: {len(unvalidated)} teacher sample(s) of {rs.ref} were never "
                             f"checked by a validation run (first: {unvalidated[0][:16]}). Nothing was written.")
@@ -120,7 +123,7 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
         from mashbill.factory.judge import pair_judgments
 
         judgments = pair_judgments(store, rs)
-    pb = build_pairs(rs, src_sel, samples, judgments)
+    pb = build_pairs(rs, src_sel, samples, judgments, unusable)
     examples: list[Example] = []
     for p in pb.pairs:
         labels = labels_of(dims, "preference", p.inputs, p.chosen, p.meta, p.source)
