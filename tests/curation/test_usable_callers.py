@@ -129,3 +129,4 @@ def test_a_left_out_sample_the_judge_prefers_is_dropped(lib, source):
     codes = [c for r in pq.read_table(res.path / "rejects.parquet").to_pylist() for c in r["codes"]
              if c.startswith("PREF")]
     assert codes == ["PREF009"]
+
