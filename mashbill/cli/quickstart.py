@@ -55,9 +55,7 @@ def command(store_path, threads, no_progress):
     from mashbill.factory.store import Store
 
     with Store.open(store_path, read_only=True) as st:
-        counts = {r["status"]: r["n"] for r in st.sql(
-            "SELECT status, count(*) AS n FROM records WHERE spec_hash IN (SELECT unnest(?)) GROUP BY 1",
-            [[s.spec_hash for s in summaries]]).to_pylist()}
+        counts = st.status_counts([s.spec_hash for s in summaries]) if summaries else {}
     out.print(f"  records: {sum(counts.values())} over {len(summaries)} spec(s); accepted {counts.get('accepted', 0)}, "
               f"rejected {counts.get('rejected', 0)}, failed {counts.get('failed', 0)}")
     if frozen.report:
