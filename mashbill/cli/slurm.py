@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import out
+from mashbill.cli._common import out, store_option
 from mashbill.errors import MashbillError
 
 
@@ -100,8 +100,8 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
               help="Where to write the scripts [default: ./slurm-train-<config name>].")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
               help="The run folder on the cluster [default: ./mashbill-runs/<config name>].")
-@click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path),
-              help="Store holding the snapshot [default: the config's].")
+@store_option(default=None, help="Store holding the snapshot [default: the config's store, ./mashbill-data unless "
+                                "it names another].")
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes (8 GCDs each).")
 @click.option("--jobs", type=click.IntRange(min=1), default=6, show_default=True,
               help="Jobs in the chain (afterany), each resuming from the newest checkpoint.")

@@ -292,9 +292,10 @@ def test_cli_freeze_verify_ls_pull_diff(plan_store, tmp_path):
     assert r.returncode == 0 and "identical content" in r.stdout
     target = store / "snapshots" / "cli@1" / "data" / "eval.parquet"
     target.write_bytes(target.read_bytes()[:-1] + b"\x00")
-    for args in (("snapshot", "verify", "cli@1"), ("snapshot", "pull", "cli@1")):
+    # verify finds the alteration (a finding, exit 1); pull refuses to load it (exit 2)
+    for args, code in ((("snapshot", "verify", "cli@1"), 1), (("snapshot", "pull", "cli@1"), 2)):
         r = run_cli(*args, "--store", store)
-        assert r.returncode == 2 and "data/eval.parquet: sha256 differs" in r.stderr, r.stderr
+        assert r.returncode == code and "data/eval.parquet: sha256 differs" in r.stderr, r.stderr
 
 
 def test_classification_of_a_single_label_kind(lib, tmp_path):
