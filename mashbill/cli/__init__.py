@@ -72,7 +72,7 @@ Exit codes (every command):
   2  bad input: a bad argument, spec, file or store (one line on stderr, naming file, line and field)
   3  guard stop: a guard stopped a generate run (gold probes, accept rate, circuit breaker)
 \b
-Environment (each is also an option; `--help` of a command shows which):
+Environment (each but MASHBILL_CACHE is read through an option; a command's --help names it):
   MASHBILL_STORE        --store of every command that reads or writes a store [./mashbill-data]
   MASHBILL_CACHE        where built things are cached: wheels, vocab, models, encoders [~/.cache/mashbill]
   MASHBILL_TEACHER_URL  generate/judge --base-url (an OpenAI-compatible server)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import EXIT_FINDINGS, echo_json, json_option, out, store_option
+from mashbill.cli._common import EXIT_FINDINGS, console, echo_json, json_option, out, store_option
 
 STAGE_HELP = ("Ladder stage: config | forward | batch | steps:N | epoch | full. Cheaper stages that have not "
               "passed for this config and snapshot run first.")
@@ -73,15 +73,19 @@ def _method_command(method: str):
     @click.option("--resume", is_flag=True, help="Continue from the newest checkpoint in <run>.work/.")
     @click.option("--no-climb", is_flag=True, help="Refuse instead of running cheaper stages that have not passed.")
     @_store
-    def cmd(config, stage, out_dir, resume, no_climb, store_path):
+    @json_option(help='Print {"run", "metrics"} as JSON (progress goes to stderr).')
+    def cmd(config, stage, out_dir, resume, no_climb, store_path, as_json):
         from mashbill.trainers.run import StageFailed, train
 
         try:
             res = train(config, method=method, stage=stage, out=out_dir, resume=resume, climb=not no_climb,
-                        store=store_path, log=out.print)
+                        store=store_path, log=console.print if as_json else out.print)
         except StageFailed as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(EXIT_FINDINGS)
+        if as_json:
+            echo_json({"run": str(res.out.resolve()) if res.out is not None else None, "metrics": res.metrics})
+            return
         if res.out is not None:
             out.print(f"run folder: {res.out.resolve()}")
             ev = res.metrics.get("eval") or {}
