@@ -1,4 +1,5 @@
-"""Fixtures for the teacher tests: real servers on 127.0.0.1 and small specs written into tmp_path.
+"""Fixtures for the factory tests (generate, guards, accounting, shards, slurm, teachers): real servers on
+127.0.0.1 and small specs written into tmp_path.
 
 - `llama_server`: llama-cpp-python's OpenAI-compatible server serving the embedded SmolLM2 GGUF
   (alias `smollm2`), started once per session on a free port and stopped at the end.
