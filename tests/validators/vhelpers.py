@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from mashbill.paths import vocab_dir
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-def vocab_dir() -> Path:
-    return Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
 
 
 def vocab(name: str) -> Path:
     p = vocab_dir() / f"ggml-vocab-{name}.gguf"
     if not p.is_file():
         raise FileNotFoundError(f"{p} is missing: the setup script extracts llama.cpp's vocab files there "
-                                f"(set MASHBILL_VOCAB_DIR to another folder if they live elsewhere)")
+                                f"(MASHBILL_CACHE/vocab; set MASHBILL_CACHE if the cache lives elsewhere)")
     return p
 
 
