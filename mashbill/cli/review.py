@@ -46,7 +46,9 @@ def command() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--build-only", is_flag=True, help="Only build (or find) the server's virtual environment; start nothing.")
 @home_option
-def serve(port, host, build_only, home):
+@json_option(help='Print {"url", "pid", "home", "log", "credentials", "already_running"} (with --build-only '
+                  '{"venv"}) as JSON.')
+def serve(port, host, build_only, home, as_json):
     """Start the embedded Argilla server in the background (SQLite, no Docker, no Elasticsearch).
 
     The first start builds the server's own virtual environment (about a minute, cached in
@@ -59,9 +61,17 @@ def serve(port, host, build_only, home):
     from mashbill.curation.review import local
 
     if build_only:
-        click.echo(f"argilla-server environment: {local.ensure_venv(lambda msg: console.print(f'[dim]{msg}[/dim]'))}")
+        venv = local.ensure_venv(lambda msg: console.print(f'[dim]{msg}[/dim]'))
+        if as_json:
+            echo_json({"venv": str(venv)})
+        else:
+            click.echo(f"argilla-server environment: {venv}")
         return
     info = local.start(home, port=port, host=host, progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
+    if as_json:
+        echo_json({"url": info.url, "pid": info.pid, "home": str(info.home), "log": str(info.log),
+                   "credentials": str(info.credentials), "already_running": info.already_running})
+        return
     creds = local.read_credentials(info.home)
     state = "already running" if info.already_running else "started"
     click.echo(f"argilla-server {state}: {info.url}  (pid {info.pid})")
@@ -73,11 +83,15 @@ def serve(port, host, build_only, home):
 
 @command.command()
 @home_option
-def stop(home):
+@json_option(help='Print {"stopped": PID or null, "home"} as JSON.')
+def stop(home, as_json):
     """Stop the server that `review serve` started (only that process, found by its pid file)."""
     from mashbill.curation.review import local
 
     pid = local.stop(home)
+    if as_json:
+        echo_json({"stopped": pid, "home": str(Path(home or local.DEFAULT_HOME).resolve())})
+        return
     if pid is None:
         click.echo(f"no running server started from {Path(home or local.DEFAULT_HOME).resolve()}")
     else:

@@ -19,8 +19,8 @@ import httpx
 import pytest
 import yaml
 
-from fault_server import FaultServer
-from teacher_helpers import SHARED, free_port, lock_spec, queries
+from tests.factory.fault_server import FaultServer
+from tests.factory.teacher_helpers import SHARED, free_port, lock_spec, queries
 
 
 @pytest.fixture
