@@ -1,5 +1,5 @@
 """`mashbill review` without a server: where push/pull would go, a clear line when nothing answers, the API key
-never printed. (Against a real argilla-server: tests/review/.)"""
+never printed. (Against a real argilla-server: tests/curation/review/.)"""
 
 from __future__ import annotations
 

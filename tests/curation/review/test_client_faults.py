@@ -10,7 +10,7 @@ from mashbill.curation.review.client import resolve_connection
 from mashbill.curation.review.errors import ReviewError
 from mashbill.factory.store import Store
 from tests.conftest import run_cli
-from tests.review.conftest import (Annotator, _free_port, answer, by_external_id, cli, client_for, fill_store,
+from tests.curation.review.conftest import (Annotator, _free_port, answer, by_external_id, cli, client_for, fill_store,
                                    pull_decisions, push_records, spec_copy)
 
 
