@@ -43,7 +43,7 @@ def error_lines(res) -> list[str]:
 class CliStore:
     root: Path
     lib: Lib
-    spec: Path  # cli-plan@1, 26 records (one rejected at generation), all validated
+    spec: Path  # cli-plan@1: 26 records, one rejected at generation (PARSE001), one by validation (HR001)
     store: Path  # holds snapshot cli@1 under store/snapshots
 
     def copy(self, dest: Path) -> Path:
@@ -60,7 +60,9 @@ def cli_store(tmp_path_factory) -> CliStore:
     spec = library.write("cli-plan")
     store = root / "store"
     with Store.open(store) as s:
-        add_records(s, load_spec(spec), parse_failures=("What is the capital of Canada ?",))
+        add_records(s, load_spec(spec), parse_failures=("What is the capital of Canada ?",),
+                    rejected_by_validation={"What is 17.5% of 4,360?": "HR001"})
     res = invoke("snapshot", "freeze", spec, "--name", "cli", "--version", "1", "--store", store, "--no-tokens")
     assert res.exit_code == 0, res.output
+    assert "cli@1" in res.stdout and "left out by code: HR001 1, PARSE001 1" in res.stdout
     return CliStore(root, library, spec, store)

@@ -13,13 +13,17 @@ def test_ls_verify_diff_and_pull(cli_store, tmp_path):
     items = json.loads(invoke("snapshot", "ls", "--store", store, "--json").stdout)
     assert [it["ref"] for it in items] == ["cli@1"]
     counts = items[0]["counts"]
-    assert counts["train"] + counts["eval"] + counts["test"] == 25  # the accepted records; the parse failure left out
+    assert counts["train"] + counts["eval"] + counts["test"] == 24  # the parse failure and the HR001 reject left out
     res = invoke("snapshot", "verify", "cli@1", "--store", store, "--json")
     assert res.exit_code == 0, res.output
     v = json.loads(res.stdout)
     assert v["verified"] is True and v["ref"] == "cli@1" and v["snapshot_id"] == items[0]["snapshot_id"]
     d = json.loads(invoke("snapshot", "diff", "cli@1", "cli@1", "--store", store, "--json").stdout)
     assert d["identical"] is True and d["added"] == [] and d["removed"] == []
+    text = invoke("snapshot", "diff", "cli@1", "cli@1", "--store", store)
+    assert text.exit_code == 0 and "identical content" in text.stdout
+    text = invoke("snapshot", "ls", "--verify", "--store", store)
+    assert text.exit_code == 0 and "cli@1" in text.stdout and "verified" in text.stdout
     res = invoke("snapshot", "pull", "cli@1", "--format", "prompt-completion", "--store", store,
                  "--out", tmp_path / "pc", "--json")
     assert res.exit_code == 0, res.output
@@ -34,11 +38,13 @@ def test_an_altered_snapshot_is_a_finding_and_a_second_freeze_is_refused(cli_sto
     store = cli_store.copy(tmp_path / "store")
     again = invoke("snapshot", "freeze", cli_store.spec, "--name", "cli", "--version", "1", "--store", store,
                    "--no-tokens")
-    assert again.exit_code == 2 and len(error_lines(again)) == 1 and "cli@1" in again.stderr, again.output
+    assert again.exit_code == 2 and len(error_lines(again)) == 1 and "already exists" in again.stderr, again.output
     target = store / "snapshots" / "cli@1" / "data" / "train.parquet"
     target.write_bytes(target.read_bytes()[:-1] + b"\x00")
-    res = invoke("snapshot", "verify", "cli@1", "--store", store)
-    assert res.exit_code == 1 and "data/train.parquet" in res.stderr, res.output
+    # verify finds the alteration (a finding, exit 1); pull refuses to load it (bad input, exit 2)
+    for args, code in ((("snapshot", "verify", "cli@1"), 1), (("snapshot", "pull", "cli@1"), 2)):
+        res = invoke(*args, "--store", store)
+        assert res.exit_code == code and "data/train.parquet: sha256 differs" in res.stderr, res.output
     res = invoke("snapshot", "verify", "cli@1", "--store", store, "--json")
     assert res.exit_code == 1 and json.loads(res.stdout)["verified"] is False
     listed = invoke("snapshot", "ls", "--verify", "--store", store, "--json")
