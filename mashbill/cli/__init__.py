@@ -77,7 +77,7 @@ Environment (each but MASHBILL_CACHE is read through an option; a command's --he
   MASHBILL_CACHE        where built things are cached: wheels, vocab, models, encoders [~/.cache/mashbill]
   MASHBILL_TEACHER_URL  generate/judge --base-url (an OpenAI-compatible server)
   MASHBILL_GRAMMAR      generate --grammar (llguidance or gbnf)
-  MASHBILL_REVIEW_HOME  review --home;  MASHBILL_REVIEW_PORT  review serve --port
+  MASHBILL_REVIEW_HOME  review --home;  MASHBILL_REVIEW_PORT  review serve/push --port
   ARGILLA_API_URL, ARGILLA_API_KEY, ARGILLA_WORKSPACE  review --api-url, --api-key, --workspace
 \b
 Output: commands that print results take --json (one JSON document on stdout); --out is always the path

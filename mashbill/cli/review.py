@@ -12,6 +12,8 @@ home_option = click.option(
     "--home", type=click.Path(file_okay=False, path_type=Path), default=None, envvar="MASHBILL_REVIEW_HOME",
     show_envvar=True, help="State folder of the embedded server (database, credentials, log) "
                            "[default: ./mashbill-data/review-server].")
+port_option = click.option("--port", type=int, default=None, envvar="MASHBILL_REVIEW_PORT", show_envvar=True,
+                           help="Port of the embedded server to start [default: 6900].")
 workspace_option = click.option("--workspace", default=None, envvar="ARGILLA_WORKSPACE", show_envvar=True,
                                 help="Argilla workspace [default: mashbill].")
 
@@ -41,8 +43,7 @@ def command() -> None:
 
 
 @command.command()
-@click.option("--port", type=int, default=None, envvar="MASHBILL_REVIEW_PORT", show_envvar=True,
-              help="[default: 6900]")
+@port_option
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--build-only", is_flag=True, help="Only build (or find) the server's virtual environment; start nothing.")
 @home_option
@@ -118,12 +119,12 @@ def status(home, api_url, api_key, as_json):
         click.echo(f"embedded server: {state['url']} (pid {state['pid']}, home {state['home']})")
 
 
-def _connect(home, workspace, api_url, api_key, serve: bool = False):
+def _connect(home, workspace, api_url, api_key, serve: bool = False, port: int | None = None):
     from mashbill.curation.review import local
     from mashbill.curation.review.client import ArgillaReview, resolve_connection
 
     if serve and not api_url and local.running_server(Path(home or local.DEFAULT_HOME).resolve()) is None:
-        info = local.start(home, progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
+        info = local.start(home, port=port, progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
         click.echo(f"argilla-server started: {info.url} (credentials: {info.credentials}; stop with "
                    f"`mashbill review stop{'' if home is None else f' --home {home}'}`)")
     return ArgillaReview.connect(resolve_connection(home, workspace, url=api_url, api_key=api_key))
@@ -137,12 +138,13 @@ def _connect(home, workspace, api_url, api_key, serve: bool = False):
               help="Reviewers per record before Argilla counts it complete (for a new dataset).")
 @click.option("--serve", is_flag=True,
               help="Start the embedded server first when none is running (and ARGILLA_API_URL is not set).")
+@port_option
 @store_option
 @home_option
 @workspace_option
 @server_options
 @json_option(help="Print the push summary as JSON.")
-def push(spec, selection, min_submitted, serve, store_path, home, workspace, api_url, api_key, as_json):
+def push(spec, selection, min_submitted, serve, port, store_path, home, workspace, api_url, api_key, as_json):
     """Send SPEC's stored records to its Argilla dataset (NAME@VERSION) for review.
 
     Records are upserted by their Mashbill id, so pushing again adds nothing twice and an
@@ -160,7 +162,7 @@ def push(spec, selection, min_submitted, serve, store_path, home, workspace, api
 
     rs = load_spec(find_spec(spec))
     mode, arg = parse_selection(selection)
-    client = _connect(home, workspace, api_url, api_key, serve=serve)
+    client = _connect(home, workspace, api_url, api_key, serve=serve, port=port)
     with Store.open(store_path, read_only=True) as store:
         summary = do_push(rs, store, client, selection=mode, arg=arg, min_submitted=min_submitted,
                           on_batch=lambda done, total: console.print(f"[dim]pushed {done}/{total}[/dim]"))
