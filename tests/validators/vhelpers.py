@@ -7,10 +7,13 @@ from pathlib import Path
 from mashbill.paths import vocab_dir
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# where setup put the vocab files, fixed at start: a test that points MASHBILL_CACHE at an empty folder (to rebuild
+# tokenizers) still reads them from here
+VOCAB_DIR = vocab_dir()
 
 
 def vocab(name: str) -> Path:
-    p = vocab_dir() / f"ggml-vocab-{name}.gguf"
+    p = VOCAB_DIR / f"ggml-vocab-{name}.gguf"
     if not p.is_file():
         raise FileNotFoundError(f"{p} is missing: the setup script extracts llama.cpp's vocab files there "
                                 f"(MASHBILL_CACHE/vocab; set MASHBILL_CACHE if the cache lives elsewhere)")
