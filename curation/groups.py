@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mashbill.curation.split import UnionFind
+from mashbill.validators.dedup import UnionFind
 
 
 def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,

@@ -89,6 +89,7 @@ def from_store(path: Path) -> dict:
 
         synthesis, judge = synthesis_figures(store), judge_figures(store)
         verdicts = dict(store.con.execute("SELECT code, count(*) FROM verdicts GROUP BY code ORDER BY code").fetchall())
+        examples = store.verdict_examples()
     tokens, max_len, tokenizer, sampled = [], None, None, False
     from mashbill.curation.tokens import token_lengths
 
@@ -114,5 +115,5 @@ def from_store(path: Path) -> dict:
                    if tokens else None),
         "verdicts": verdicts, "rejects": None, "below_quota": {}, "accept_rate": series["accept_rate"],
         "latency": series["latency"], "review": series["review"], "preference": None,
-        "synthesis": synthesis, "judge": judge,
+        "synthesis": synthesis, "judge": judge, "examples": examples,
     }

@@ -26,7 +26,8 @@ from mashbill.curation.snapshot import (CARD, FORMAT, MANIFEST, FreezeResult, Sn
                                         integrity_of, manifest_bytes, snapshot_id_of)
 from mashbill.specs.loader import sha256_file
 from mashbill.curation.groups import near_duplicate_pairs
-from mashbill.curation.split import SPLITS, assign_splits, leakage
+from mashbill.curation.split import SPLITS, assign_splits
+from mashbill.validators.leakage import across_splits
 from mashbill.specs.router import ResolvedRecipe
 
 ROUTER_KINDS = ("outcomes", "transitions", "triplets")
@@ -38,7 +39,7 @@ def split_queries(qids: Sequence[str], texts: Sequence[str], cells: Sequence[str
     cfg = rr.recipe.splits
     links = near_duplicate_pairs(list(qids), list(texts), cfg.near_duplicate_threshold) if cfg.near_duplicates else []
     res = assign_splits(list(qids), list(cells), links, cfg.shares.model_dump())
-    leak = leakage(res.assignment, dict(zip(qids, texts)), res.groups)
+    leak = across_splits(res.assignment, dict(zip(qids, texts)), res.groups)
     return res.assignment, {"ratios": cfg.shares.model_dump(), "groups": res.stats, "leakage": leak,
                             "near_duplicate_links": len(links)}
 

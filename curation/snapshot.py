@@ -39,7 +39,8 @@ from mashbill.curation.labels import cell_name, classification_label, dims_for, 
 from mashbill.curation.run_stats import store_series
 from mashbill.curation.select import Excluded, Selection, select_records
 from mashbill.curation.groups import near_duplicate_pairs
-from mashbill.curation.split import SPLITS, assign_splits, leakage
+from mashbill.curation.split import SPLITS, assign_splits
+from mashbill.validators.leakage import across_splits
 from mashbill.errors import MashbillError
 from mashbill.factory.stats import percentiles
 from mashbill.factory.store import Store
@@ -364,7 +365,7 @@ def _split_and_balance(built: Built, rs: ResolvedSpec):
         if res.assignment[e.key] == "train":
             train_by_cell[e.cell].append(e.key)
     copies = oversample(balance, train_by_cell, cur.quotas, rs.ref)
-    leak = leakage(res.assignment, {e.key: e.query for e in examples}, res.groups)
+    leak = across_splits(res.assignment, {e.key: e.query for e in examples}, res.groups)
     if leak["groups_across_splits"] or leak["identical_queries_across_splits"]:
         raise SnapshotError(f"{rs.ref}: the split leaks across train/eval/test ({leak}); this is a bug")
     return examples, cut, balance, res, copies, leak

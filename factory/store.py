@@ -420,6 +420,12 @@ class Store:
                              f"{self.root / DB_NAME}, and the next completed run exports them") from None
         return final
 
+    def verdict_examples(self, per_code: int = 3) -> dict[str, dict]:
+        """A few records per verdict code with the verdict's detail, input and output (factory.verdict_examples)."""
+        from mashbill.factory.verdict_examples import verdict_examples
+
+        return verdict_examples(self.con, per_code)
+
 
 def reap_dead_runs(store: Store) -> list[str]:
     """Mark runs left 'running' by a process that is gone as 'interrupted'; returns their ids.

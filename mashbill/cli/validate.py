@@ -66,7 +66,9 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
     (SPAN002: the target lies beyond max_seq_len, HR001: arithmetic without a precision tool, ...).
     """
     from mashbill.validators.errors import ValidationInputError
-    from mashbill.validators.run import Options, Profile
+    from mashbill.specs.model import TrainerProfile
+    from mashbill.validators.inputs import DEFAULT_LOSS
+    from mashbill.validators.run import Options
 
     progress = None if quiet or as_json else (lambda msg: click.echo(f"  checking {msg} ...", err=True))
     opts = Options(audit_sample=audit_sample, spans=not no_spans, apply_rules=not no_rules, dedup=not no_dedup,
@@ -100,11 +102,11 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
             if tok is None or msl is None:
                 raise ValidationInputError("file mode needs --tokenizer and --max-seq-len (or --spec SPEC for its "
                                            "trainer profile), or --no-spans")
-            opts.profile = Profile(
+            opts.profile = TrainerProfile(
                 tokenizer=tok, max_seq_len=msl,
                 chat_template=chat_template or (spec_profile.chat_template if spec_profile else None),
                 truncation_side=truncation_side or (spec_profile.truncation_side if spec_profile else "right"),
-                loss=loss or (spec_profile.loss if spec_profile is not None and fmt == "messages" else None))
+                loss=loss or (spec_profile.loss if spec_profile is not None and fmt == "messages" else DEFAULT_LOSS[fmt]))
         from mashbill.validators.run import validate_file
 
         report = validate_file(target, fmt, opts)
@@ -125,9 +127,9 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
         opts.base_dir = rs.path.parent
         opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
         if not no_spans:
-            opts.profile = Profile(tokenizer=tokenizer or tp.tokenizer, max_seq_len=max_seq_len or tp.max_seq_len,
-                                   chat_template=chat_template or tp.chat_template,
-                                   truncation_side=truncation_side or tp.truncation_side, loss=loss or tp.loss)
+            opts.profile = TrainerProfile(tokenizer=tokenizer or tp.tokenizer, max_seq_len=max_seq_len or tp.max_seq_len,
+                                          chat_template=chat_template or tp.chat_template,
+                                          truncation_side=truncation_side or tp.truncation_side, loss=loss or tp.loss)
         with Store.open(store_path, read_only=no_write, create=False) as store:
             report = validate_spec_records(rs, store, opts, include_all=include_all, write=not no_write)
     if report_path:

@@ -77,7 +77,7 @@ def test_mashbill_store_is_honoured_and_json_parses(cli_store, tmp_path, argv):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     res = invoke(*argv, "--json", env={"MASHBILL_STORE": str(cli_store.store)})
     assert res.exit_code == 0, res.output
-    json.loads(res.stdout)  # the whole of stdout is one JSON document
+    assert isinstance(json.loads(res.stdout), (dict, list))  # the whole of stdout is one JSON document
     elsewhere = invoke(*argv, "--json", env={"MASHBILL_STORE": str(tmp_path / "empty")})
     assert elsewhere.exit_code != 0 or elsewhere.stdout != res.stdout  # the variable, not a default, chose the store
 
