@@ -36,8 +36,7 @@ def command(store_path, threads, no_progress, as_json):
     try:
         for path in specs:
             summaries.append(run_generate(str(path), store_path, progress=not no_progress and not as_json,
-                                          threads=threads,
-                                          args={"quickstart": True}))
+                                          threads=threads, args={"quickstart": True}))
     except KeyboardInterrupt:
         raise MashbillError("interrupted; re-run `mashbill quickstart` to resume where it stopped")
     say = (lambda *a, **k: None) if as_json else out.print
