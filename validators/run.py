@@ -360,11 +360,9 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
 
     records = store.records(spec_hash=rs.hash, status=None if include_all else "accepted")
     if not records:
-        held = store.sql("SELECT spec_hash = ? AS same, status, count(*) AS n FROM records WHERE spec_name = ? "
-                         "AND spec_version = ? GROUP BY ALL ORDER BY ALL",
-                         [rs.hash, rs.spec.name, rs.spec.version]).to_pylist()
-        same = {o["status"]: o["n"] for o in held if o["same"]}
-        other = sum(o["n"] for o in held if not o["same"])
+        held = store.spec_status_counts(rs.spec.name, rs.spec.version)
+        same = {status: n for h, status, n in held if h == rs.hash}
+        other = sum(n for h, _, n in held if h != rs.hash)
         hint = ""
         if same:
             hint = ("; its records under this hash are all " +

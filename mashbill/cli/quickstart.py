@@ -58,9 +58,7 @@ def command(store_path, threads, no_progress, as_json):
     from mashbill.factory.store import Store
 
     with Store.open(store_path, read_only=True) as st:
-        counts = {r["status"]: r["n"] for r in st.sql(
-            "SELECT status, count(*) AS n FROM records WHERE spec_hash IN (SELECT unnest(?)) GROUP BY 1",
-            [[s.spec_hash for s in summaries]]).to_pylist()}
+        counts = st.status_counts([s.spec_hash for s in summaries]) if summaries else {}
     if as_json:
         echo_json({"store": str(store), "runs": [s.as_dict() for s in summaries], "validated": validated,
                    "snapshots": [{"ref": s.manifest["ref"], "path": str(Path(s.path).resolve())}

@@ -233,7 +233,7 @@ def embed(store_path, encoder_path, as_json):
 
     enc = Encoder.load(encoder_path)
     with Store.open(store_path, read_only=True) as store:
-        texts = dict(store.con.execute("SELECT query_id, text FROM router_queries ORDER BY query_id").fetchall())
+        texts = store.router_texts()
     got = EmbeddingCache(Path(store_path) / "embeddings").get(enc, texts)
     if as_json:
         echo_json({"queries": len(texts), "cached": got.hits, "computed": got.computed, "encoder": enc.name,
