@@ -75,7 +75,7 @@ class LlamaCppTeacher:
         self.spec = teacher_spec
         self.model = teacher_spec.model
         self.path = resolve_model_path(teacher_spec.model)
-        self.grammar_engine = grammar_engine or os.environ.get("MASHBILL_GRAMMAR", "llguidance")
+        self.grammar_engine = grammar_engine or "llguidance"
         self.threads = threads or os.cpu_count() or 1
         try:
             self.llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=teacher_spec.n_ctx, n_threads=self.threads,

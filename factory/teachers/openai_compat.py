@@ -137,7 +137,7 @@ class OpenAITeacher:
 
         httpx = _import_httpx()
         rt = runtime or Runtime()
-        url = base_url or os.environ.get("MASHBILL_TEACHER_URL") or teacher_spec.base_url
+        url = base_url or teacher_spec.base_url  # the CLI's --base-url (or MASHBILL_TEACHER_URL), else the spec's
         if not url:
             raise TeacherError("teacher.backend is 'openai' but no server URL is set: give teacher.base_url in the "
                                "spec, --base-url, or MASHBILL_TEACHER_URL (e.g. http://127.0.0.1:8000/v1)")

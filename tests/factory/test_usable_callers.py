@@ -20,7 +20,7 @@ from mashbill.factory.records import Verdict
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from tests.curation.conftest import add_records, lib  # noqa: F401 (fixture)
-from tests.curation.test_judge_pairs import GOOD, WRONG, _judge
+from tests.curation.test_preference_judge_pairs import GOOD, WRONG, _judge
 from tests.curation.test_preference import _pairs, _store_samples, pref_spec, source  # noqa: F401 (fixture)
 from tests.factory.synth_specs import judge_section
 
