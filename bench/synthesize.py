@@ -1,21 +1,24 @@
 """Query synthesis and the judge with the embedded teacher (2 threads, the 52 quick-start seeds).
 
-Runs quickstart-queries@1 with a smaller target (--target, default 24) into a fresh store, then plans
---plans of the grown queries with quickstart-plan-grown@1 and judges those plans with its judge, all
+Runs quickstart-queries@2 with a smaller target (--target, default 24) into a fresh store, then plans
+--plans of the grown queries with quickstart-plan-grown@2 and judges those plans with its judge, all
 through the one generate loop. Prints the pool figures and, side by side, generation and judging time
 per record. Last line:
 
-    queries_per_s= accepted_share= dup_share= holdout_hits= distinct2= judge_overhead=
+    queries_per_s= accepted_share= dup_share= holdout_hits= distinct2= judge_overhead= threads= load1=
 
 queries_per_s: kept queries per second of synthesis wall time; accepted_share: kept / offered by the
 teacher; dup_share: offered queries dropped as duplicates of a seed, the pool or near ones; holdout_hits:
 pooled queries that leak the holdout set (must be 0); distinct2: unique word bigrams / all bigrams of the
-pool; judge_overhead: judge seconds per record / plan-generation seconds per record.
+pool; judge_overhead: judge seconds per record / plan-generation seconds per record; threads: llama.cpp
+threads; load1: the machine's 1-minute load average at the end (on a shared 2-core machine 2 threads ran
+3-20x slower than 1 under a load of 5-7: pass --threads 1 there).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -67,8 +70,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="mashbill-bench-synth-") as tmp:
         lib = Path(tmp) / "lib"
-        qs = load_spec(copy_spec("quickstart-queries@1", lib, synthesis={"target": args.target}))
-        plan = load_spec(copy_spec("quickstart-plan-grown@1", lib))
+        qs = load_spec(copy_spec("quickstart-queries@2", lib, synthesis={"target": args.target}))
+        plan = load_spec(copy_spec("quickstart-plan-grown@2", lib))
         with Store.open(Path(tmp) / "store") as store:
             teacher = make_teacher(qs.spec.teacher, threads=args.threads)
             try:
@@ -107,7 +110,8 @@ def main() -> None:
     print(f"{'judge (score)':22s}{j.requested:8d}{per_judge:10.2f}   ({j.accepted} scored, {j.failed} unparseable)")
     print(f"queries_per_s={len(texts) / synth_s:.4f} accepted_share={len(texts) / max(1, offered):.4f} "
           f"dup_share={sum(codes.get(c, 0) for c in DUP_CODES) / max(1, offered):.4f} holdout_hits={hits} "
-          f"distinct2={distinct_n(texts, 2):.4f} judge_overhead={per_judge / per_plan if per_plan else 0:.4f}")
+          f"distinct2={distinct_n(texts, 2):.4f} judge_overhead={per_judge / per_plan if per_plan else 0:.4f} "
+          f"threads={args.threads} load1={os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

