@@ -232,7 +232,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    vocab = Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
+    from mashbill.paths import vocab_dir
+
+    vocab = vocab_dir()
     # family: (tokenizer, template, turn format); GPT-2 has no chat tokens, so ChatML is plain text there
     table = {"smollm2": ("embedded:smollm2-135m-instruct", "chatml", "chatml"),
              "smollm2-own-template": ("embedded:smollm2-135m-instruct", None, "chatml"),

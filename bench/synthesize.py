@@ -79,9 +79,7 @@ def main() -> None:
                 teacher.close()
             items = pool_items(store, qs)
             texts = [i["query"] for i in items]
-            codes = dict(store.con.execute(
-                "SELECT code, count(*) FROM verdicts WHERE record_id IN (SELECT record_id FROM records WHERE "
-                "spec_hash = ?) GROUP BY code", [qs.hash]).fetchall())
+            codes = store.verdict_counts(qs.hash)
             dropped = sum(codes.get(c, 0) for c in SCREEN_CODES)
             offered = len(texts) + dropped
             hits = holdout_hits(texts, holdout_items(qs))

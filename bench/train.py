@@ -110,7 +110,9 @@ def synth_rows(start: int, n: int, short: bool = False):
 
 
 def big_snapshot(n: int) -> Path:
-    root = Path(os.environ.get("MASHBILL_CACHE", Path.home() / ".cache" / "mashbill")) / "bench" / "train"
+    from mashbill.paths import cache_dir
+
+    root = cache_dir("bench", "train")
     folder = root / f"synth{n}@1"
     if (folder / "manifest.json").is_file():
         return folder

@@ -18,7 +18,7 @@ depends only on seed and index), so memory stays flat at any size.
 3. span_agreement: the share of compared examples on which both methods give the same total, the same trained
    token ranges and the same verdicts. Anything below 1.0 is a bug (and the exit status is 1).
 
-Tokenizer: a vocab-only GGUF from MASHBILL_VOCAB_DIR (default ~/.cache/mashbill/vocab), with the ChatML template
+Tokenizer: a vocab-only GGUF from MASHBILL_CACHE/vocab (default ~/.cache/mashbill/vocab), with the ChatML template
 with generation markers (what the reference forced for assistant-only loss). The last line is machine-readable.
 """
 
@@ -86,7 +86,9 @@ def main() -> None:
     from mashbill.validators.synthetic import corpus
     from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
 
-    vocab = Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
+    from mashbill.paths import vocab_dir
+
+    vocab = vocab_dir()
     tok_ref = args.tokenizer
     if not (tok_ref.startswith("embedded:") or os.sep in tok_ref or tok_ref.endswith(".gguf")):
         tok_ref = str(vocab / f"ggml-vocab-{tok_ref}.gguf")

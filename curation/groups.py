@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mashbill.curation.split import UnionFind
+from mashbill.validators.dedup import UnionFind
 
 
 def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,
@@ -32,10 +32,9 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
         sig = signatures([norms[i] for i in uniq], shingle=shingle, num_perm=num_perm)
         pairs = candidate_pairs(sig, bands)
         if len(pairs):
-            est = estimate(sig, pairs)
-            for (a, b), s in zip(pairs.tolist(), est.tolist()):
-                if s >= threshold:
-                    uf.union(keys[uniq[a]], keys[uniq[b]])
+            # keep the pairs at or above the threshold in numpy: most LSH candidates fall below it
+            for a, b in pairs[estimate(sig, pairs) >= threshold].tolist():
+                uf.union(keys[uniq[a]], keys[uniq[b]])
     roots: dict[str, int] = {}
     return [roots.setdefault(uf.find(k), len(roots)) for k in keys]
 

@@ -1,14 +1,18 @@
 """`mashbill report`: one self-contained HTML file (inline SVG, a few lines of inline JS, nothing fetched).
 
 Plots: label cells per split, languages, token lengths with the trainer's max_seq_len drawn on them,
-verdict codes, accept rate over each run, teacher latency, and review progress when there is any. The
-inline script checks that every plot rendered marks and records the result on <body> (data-plots-ok,
-data-error), which is what the headless-Chromium test reads.
+verdict codes, accept rate over each run, teacher latency, and review progress when there is any; a store's
+report ends with a few example records per verdict code (detail, input, output). Legends are HTML that the
+browser flows into rows, so series names never overlap. The inline script checks that every plot rendered
+marks, that no legend key covers another or its plot, and that the examples are laid out, and records the
+result on <body> (data-plots-ok, data-legend-overlaps, data-examples-shown, data-error), which is what the
+headless-Chromium test reads.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 
 from mashbill.errors import MashbillError
@@ -26,7 +30,14 @@ def _svg(height: int, body: str, label: str) -> str:
             f'role="img" aria-label="{_e(label)}">{body}</svg>')
 
 
-def grouped_bars(data: dict[str, dict[str, int]], label: str, limit: int = 30) -> str:
+def legend(items: list[tuple[str, str]]) -> str:
+    """Series names as HTML (name, colour): the browser flows them into rows, so long names never run into each
+    other or into the plot, as fixed offsets inside the SVG did with two specs."""
+    return '<div class="legend">' + "".join(
+        f'<span class="key" data-legend="1"><i style="background:{c}"></i>{_e(n)}</span>' for n, c in items) + "</div>"
+
+
+def grouped_bars(data: dict[str, dict[str, int]], label: str, limit: int = 30, *, keys: bool = True) -> str:
     """Horizontal bars: one row per category, one bar per group (split or spec)."""
     groups = list(data)
     totals: dict[str, int] = {}
@@ -39,13 +50,10 @@ def grouped_bars(data: dict[str, dict[str, int]], label: str, limit: int = 30) -
     vmax = max(max(data[g].get(c, 0) for g in groups) for c in cats) or 1
     left, bar_h, gap = 230, 12, 8
     row_h = bar_h * len(groups) + gap
-    height = 30 + row_h * len(cats) + 10
+    height = 8 + row_h * len(cats) + 10
     parts = []
-    for gi, g in enumerate(groups):
-        parts.append(f'<rect x="{left + gi * 110}" y="4" width="10" height="10" fill="{PALETTE[gi % len(PALETTE)]}"/>'
-                     f'<text x="{left + gi * 110 + 14}" y="13" font-size="11">{_e(g)}</text>')
     for ci, c in enumerate(cats):
-        y0 = 26 + ci * row_h
+        y0 = 4 + ci * row_h
         parts.append(f'<text x="{left - 6}" y="{y0 + row_h / 2}" font-size="11" text-anchor="end">{_e(c)}</text>')
         for gi, g in enumerate(groups):
             v = data[g].get(c, 0)
@@ -56,11 +64,12 @@ def grouped_bars(data: dict[str, dict[str, int]], label: str, limit: int = 30) -
                          f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}" font-size="10">{v}</text>')
     if len(totals) > limit:
         parts.append(f'<text x="{left}" y="{height - 2}" font-size="10" fill="#666">top {limit} of {len(totals)}</text>')
-    return _svg(height, "".join(parts), label)
+    keyed = legend([(g, PALETTE[gi % len(PALETTE)]) for gi, g in enumerate(groups)])
+    return (keyed if keys else "") + _svg(height, "".join(parts), label)
 
 
 def bars(data: dict[str, int], label: str) -> str:
-    return grouped_bars({"count": data}, label) if data else ""
+    return grouped_bars({"count": data}, label, keys=False) if data else ""
 
 
 def histogram(values: list[float], label: str, bins: int = 30, marker: float | None = None,
@@ -114,6 +123,7 @@ def lines(series: list[dict], label: str) -> str:
                      f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#eee"/>')
     parts.append(f'<text x="{left + plot_w}" y="{top + plot_h + 14}" font-size="10" text-anchor="end">'
                  f'{xmax} records</text>')
+    keys = []
     for i, s in enumerate(series[:8]):
         pts = " ".join(f"{left + plot_w * x / xmax:.1f},{top + plot_h * (1 - y):.1f}" for x, y in s["points"])
         color = PALETTE[i % len(PALETTE)]
@@ -125,9 +135,8 @@ def lines(series: list[dict], label: str) -> str:
             parts.append(f'<polyline data-mark="1" points="{pts}" fill="none" stroke="{color}" stroke-width="2">'
                          f'<title>{_e(s["spec"])} run {_e(s["run_id"])}: {s["accepted"]}/{s["n"]} accepted</title>'
                          '</polyline>')
-        parts.append(f'<text x="{left + 8}" y="{top + plot_h + 28 + 12 * i}" font-size="10" fill="{color}">'
-                     f'{_e(s["spec"])} · {_e(s["run_id"])} · {s["accepted"]}/{s["n"]}</text>')
-    return _svg(top + plot_h + 32 + 12 * min(len(series), 8), "".join(parts), label)
+        keys.append((f'{s["spec"]} · {s["run_id"]} · {s["accepted"]}/{s["n"]}', color))
+    return legend(keys) + _svg(top + plot_h + 20, "".join(parts), label)
 
 
 def stacked(parts_: dict[str, int], label: str) -> str:
@@ -142,10 +151,9 @@ def stacked(parts_: dict[str, int], label: str) -> str:
         if v:
             out.append(f'<rect data-mark="1" x="{x:.1f}" y="10" width="{w:.1f}" height="28" '
                        f'fill="{PALETTE[i % len(PALETTE)]}"><title>{_e(k)}: {v}</title></rect>')
-        out.append(f'<rect x="{left + i * 140}" y="50" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
-                   f'<text x="{left + i * 140 + 14}" y="59" font-size="11">{_e(k)} {v}</text>')
         x += w
-    return _svg(70, "".join(out), label)
+    keys = legend([(f"{k} {v}", PALETTE[i % len(PALETTE)]) for i, (k, v) in enumerate(parts_.items())])
+    return keys + _svg(48, "".join(out), label)
 
 
 SCRIPT = """
@@ -164,6 +172,27 @@ SCRIPT = """
     document.body.dataset.plotsOk = ok;
     document.body.dataset.plotsEmpty = empty;
     document.body.dataset.plotsBad = bad.join(',');
+    // legend keys must not cover each other or their plot
+    var keys = 0, overlaps = [];
+    function hit(a, b) { return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom; }
+    figs.forEach(function (f) {
+      var rs = Array.prototype.map.call(f.querySelectorAll('[data-legend]'), function (k) {
+        return k.getBoundingClientRect(); });
+      var svg = f.querySelector('svg');
+      var plot = svg ? svg.getBoundingClientRect() : null;
+      keys += rs.length;
+      rs.forEach(function (r, i) {
+        if (r.width === 0 || r.height === 0) { overlaps.push(f.dataset.plot + ':hidden'); }
+        if (plot && hit(r, plot)) { overlaps.push(f.dataset.plot + ':plot'); }
+        for (var j = i + 1; j < rs.length; j++) { if (hit(r, rs[j])) { overlaps.push(f.dataset.plot + ':key'); } }
+      });
+    });
+    document.body.dataset.legendKeys = keys;
+    document.body.dataset.legendOverlaps = overlaps.join(',');
+    var shown = 0;
+    document.querySelectorAll('[data-example]').forEach(function (x) {
+      var b = x.getBoundingClientRect(); if (b.width > 0 && b.height > 0) { shown++; } });
+    document.body.dataset.examplesShown = shown;
   } catch (e) {
     document.body.dataset.error = String(e);
   }
@@ -176,6 +205,12 @@ h1{font-size:22px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd
 table.summary{border-collapse:collapse;font-size:13px}table.summary td{padding:2px 12px 2px 0}
 table.summary td:first-child{color:#555}figure{margin:8px 0}figcaption{font-size:12px;color:#555}
 .empty{color:#888;font-size:13px;font-style:italic}.warn{color:#b8473d;font-size:13px}
+.legend{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:11px;margin:4px 0 6px}
+.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:-1px}
+table.examples{border-collapse:collapse;font-size:12px;width:100%;table-layout:fixed;margin-bottom:10px}
+table.examples td,table.examples th{border-top:1px solid #eee;padding:3px 6px 3px 0;vertical-align:top;text-align:left}
+table.examples th{color:#555;font-weight:normal}
+table.examples pre{margin:0;white-space:pre-wrap;word-break:break-word;font-size:11px}
 """
 
 
@@ -185,6 +220,31 @@ def _figure(key: str, title: str, svg: str, caption: str = "", empty_note: str =
                 f'<p class="empty">{_e(empty_note)}</p></figure>')
     return (f'<h2>{_e(title)}</h2><figure class="plot" data-plot="{key}">{svg}'
             f'<figcaption>{_e(caption)}</figcaption></figure>')
+
+
+def _short(value, limit: int = 600) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def examples_html(examples: dict[str, dict]) -> list[str]:
+    """Per verdict code, a few records with the verdict's detail, the record's input and the teacher's output."""
+    if not examples:
+        return []
+    body = ["<h2>Examples per verdict code</h2>"]
+    for code, entry in sorted(examples.items()):
+        body.append(f'<h3 id="code-{_e(code)}">{_e(code)} <small>({entry["records"]} records, '
+                    f'{len(entry["examples"])} shown)</small></h3><table class="examples" data-code="{_e(code)}">'
+                    '<tr><th style="width:22%">record · verdict</th><th style="width:26%">detail</th>'
+                    '<th style="width:26%">input</th><th>output</th></tr>')
+        for x in entry["examples"]:
+            body.append(f'<tr data-example="{_e(code)}"><td>{_e(x["record_id"][:12])}<br>{_e(x["spec"])} · '
+                        f'{_e(x["status"])}<br>{_e(x["stage"])} · {_e(x["severity"])}</td>'
+                        f'<td>{_e(x["detail"] or "")}</td><td><pre>{_e(_short(x["input"]))}</pre></td>'
+                        f'<td><pre>{_e(_short(x["output"]) if x["output"] is not None else "(no output)")}</pre>'
+                        '</td></tr>')
+        body.append("</table>")
+    return body
 
 
 def render_html(d: dict) -> str:
@@ -230,6 +290,7 @@ def render_html(d: dict) -> str:
 
     body += synthesis_html(d.get("synthesis") or [], _figure, grouped_bars, bars, histogram, _e)
     body += judge_html(d.get("judge") or [], _figure, bars, _e)
+    body += examples_html(d.get("examples") or {})
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{_e(d['title'])}</title><style>{CSS}</style></head><body>"
             + "".join(body) + f"<script>{SCRIPT}</script></body></html>")

@@ -54,8 +54,7 @@ def from_store(path: Path) -> dict:
     from mashbill.specs.model import TrainerProfile
 
     with Store.open(path, read_only=True) as store:
-        specs = store.con.execute("SELECT DISTINCT spec_name, spec_version, spec_hash, kind FROM records "
-                                  "ORDER BY ALL").fetchall()
+        specs = store.stored_specs()
         cells: dict[str, dict] = {}
         langs: dict[str, dict] = {}
         convs: dict[tuple, list] = {}
@@ -88,7 +87,8 @@ def from_store(path: Path) -> dict:
         from mashbill.curation.report_synth import judge_figures, synthesis_figures
 
         synthesis, judge = synthesis_figures(store), judge_figures(store)
-        verdicts = dict(store.con.execute("SELECT code, count(*) FROM verdicts GROUP BY code ORDER BY code").fetchall())
+        verdicts = store.verdict_counts()
+        examples = store.verdict_examples()
     tokens, max_len, tokenizer, sampled = [], None, None, False
     from mashbill.curation.tokens import token_lengths
 
@@ -114,5 +114,5 @@ def from_store(path: Path) -> dict:
                    if tokens else None),
         "verdicts": verdicts, "rejects": None, "below_quota": {}, "accept_rate": series["accept_rate"],
         "latency": series["latency"], "review": series["review"], "preference": None,
-        "synthesis": synthesis, "judge": judge,
+        "synthesis": synthesis, "judge": judge, "examples": examples,
     }

@@ -30,12 +30,7 @@ def distinct_n(texts: list[str], n: int) -> float:
 
 def _resolver(store: Store):
     """(name, version, hash) -> the spec: the path its runs recorded, else the library; None if neither matches."""
-    paths: dict[str, list[str]] = {}
-    for shash, path in store.con.execute(
-            "SELECT DISTINCT spec_hash, json_extract_string(args, '$.spec_path') FROM runs "
-            "WHERE args IS NOT NULL").fetchall():
-        if path:
-            paths.setdefault(shash, []).append(path)
+    paths = store.spec_paths()
 
     def resolve(name: str, version: int, shash: str) -> ResolvedSpec | None:
         for cand in [*paths.get(shash, []), f"{name}@{version}"]:
@@ -57,9 +52,7 @@ def synthesis_figures(store: Store, resolve=None) -> list[dict]:
     from mashbill.validators.queries import holdout_hits, holdout_items
 
     out = []
-    for name, version, shash in store.con.execute(
-            "SELECT DISTINCT spec_name, spec_version, spec_hash FROM records WHERE kind = 'queries' ORDER BY ALL"
-    ).fetchall():
+    for name, version, shash, _ in store.stored_specs(kinds=["queries"]):
         rs = resolve(name, version, shash)
         if rs is None:
             continue
@@ -67,10 +60,8 @@ def synthesis_figures(store: Store, resolve=None) -> list[dict]:
         texts = [i["query"] for i in items]
         quotas = {c.name: c.quota for c in plan_cells(rs)}
         kept = Counter(i["cell"] for i in items)
-        codes = dict(store.con.execute(
-            "SELECT code, count(*) FROM verdicts WHERE record_id IN (SELECT record_id FROM records WHERE "
-            "spec_hash = ?) GROUP BY code ORDER BY code", [shash]).fetchall())
-        calls = store.con.execute("SELECT count(*) FROM records WHERE spec_hash = ?", [shash]).fetchone()[0]
+        codes = store.verdict_counts(shash)
+        calls = sum(store.status_counts([shash]).values())
         dropped = sum(n for c, n in codes.items() if c in SCREEN_CODES)
         dist = minilm.nearest_distance(texts, [r["query"] for r in rs.seeds])
         out.append({
@@ -91,11 +82,12 @@ def synthesis_figures(store: Store, resolve=None) -> list[dict]:
 def _human_decisions(store: Store, ids: list[str]) -> dict[str, str]:
     if not ids:
         return {}
-    rows = store.con.execute(
-        "SELECT record_id, arg_max(decision, coalesce(responded_at, pulled_at)) FROM review_decisions "
-        "WHERE status = 'submitted' AND decision IS NOT NULL GROUP BY record_id").fetchall()
-    wanted = set(ids)
-    return {r: d for r, d in rows if r in wanted}
+    latest: dict[str, tuple] = {}
+    for r in store.review_rows(record_ids=ids, submitted=True):
+        when = r["responded_at"] or r["pulled_at"]
+        if r["decision"] is not None and (r["record_id"] not in latest or when > latest[r["record_id"]][0]):
+            latest[r["record_id"]] = (when, r["decision"])
+    return {rid: d for rid, (_, d) in latest.items()}
 
 
 def judge_figures(store: Store, resolve=None) -> list[dict]:
@@ -104,9 +96,7 @@ def judge_figures(store: Store, resolve=None) -> list[dict]:
     from mashbill.factory.judge import judge_scores, pair_judgments
 
     out = []
-    for name, version, shash in store.con.execute(
-            "SELECT DISTINCT spec_name, spec_version, spec_hash FROM records "
-            "WHERE kind NOT IN ('judge', 'judge_pair', 'queries') ORDER BY ALL").fetchall():
+    for name, version, shash, _ in store.stored_specs(exclude_kinds=["judge", "judge_pair", "queries"]):
         rs = resolve(name, version, shash)
         if rs is None or rs.spec.judge is None:
             continue
@@ -114,8 +104,7 @@ def judge_figures(store: Store, resolve=None) -> list[dict]:
         pairs = pair_judgments(store, rs)
         if not scores and not pairs:
             continue
-        failed = store.con.execute("SELECT count(*) FROM records WHERE spec_name = ? AND status = 'failed' AND "
-                                   "kind IN ('judge', 'judge_pair')", [f"{name}.judge"]).fetchone()[0]
+        failed = store.failed_count(f"{name}.judge", ["judge", "judge_pair"])
         records = store.records(spec_hash=shash, status="accepted")
         cal = calibration(rs, records, scores, _human_decisions(store, list(scores)))
         both: dict[tuple, list[float]] = {}

@@ -33,15 +33,7 @@ NONE_CORRECT = "none"
 
 def load_outcomes(store: Store, sources: list[str] | None = None) -> tuple[pa.Table, dict[str, str]]:
     """The store's outcome rows (optionally only some sources) and the text of every query they name."""
-    where = ""
-    params: list = []
-    if sources:
-        where = f"WHERE source IN ({', '.join('?' for _ in sources)})"
-        params = list(sources)
-    rows = store.sql(f"SELECT query_id, model, source, correct, score, judge, cost, latency_s, tokens_in, "
-                     f"tokens_out FROM router_outcomes {where} ORDER BY query_id, model, source", params)
-    texts = dict(store.con.execute("SELECT query_id, text FROM router_queries").fetchall())
-    return rows, texts
+    return store.router_outcomes(sources), store.router_texts()
 
 
 def _cheapest_correct(models: list[str], correct: list[bool], costs: list[float | None]) -> str:

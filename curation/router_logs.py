@@ -22,9 +22,10 @@ from mashbill.specs.router import ResolvedRecipe
 def cascade_logs(store: Store, rr: ResolvedRecipe, out_path: Path) -> dict:
     actions = list(rr.recipe.actions)
     costs = rr.recipe.model_costs
-    rows = store.con.execute(
-        "SELECT o.query_id, q.text, o.model, o.correct, o.score, o.cost, o.latency_s FROM router_outcomes o "
-        "JOIN router_queries q USING (query_id) ORDER BY o.query_id, o.model, o.source").fetchall()
+    all_texts = store.router_texts()
+    outcomes = store.router_outcomes().to_pylist()
+    rows = [(o["query_id"], all_texts[o["query_id"]], o["model"], o["correct"], o["score"], o["cost"], o["latency_s"])
+            for o in outcomes if o["query_id"] in all_texts]
     per_query: dict[str, dict] = defaultdict(dict)
     texts = {}
     for qid, text, model, ok, score, cost, lat in rows:

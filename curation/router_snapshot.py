@@ -22,11 +22,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mashbill import __version__
-from mashbill.curation.snapshot import (CARD, FORMAT, MANIFEST, FreezeResult, SnapshotError, _check_name, _fsync_tree,
+from mashbill.curation.snapshot import (CARD, FORMAT, MANIFEST, FreezeResult, SnapshotError, check_name, fsync_tree,
                                         integrity_of, manifest_bytes, snapshot_id_of)
 from mashbill.specs.loader import sha256_file
 from mashbill.curation.groups import near_duplicate_pairs
-from mashbill.curation.split import SPLITS, assign_splits, leakage
+from mashbill.curation.split import SPLITS, assign_splits
+from mashbill.validators.leakage import across_splits
 from mashbill.specs.router import ResolvedRecipe
 
 ROUTER_KINDS = ("outcomes", "transitions", "triplets")
@@ -38,7 +39,7 @@ def split_queries(qids: Sequence[str], texts: Sequence[str], cells: Sequence[str
     cfg = rr.recipe.splits
     links = near_duplicate_pairs(list(qids), list(texts), cfg.near_duplicate_threshold) if cfg.near_duplicates else []
     res = assign_splits(list(qids), list(cells), links, cfg.shares.model_dump())
-    leak = leakage(res.assignment, dict(zip(qids, texts)), res.groups)
+    leak = across_splits(res.assignment, dict(zip(qids, texts)), res.groups)
     return res.assignment, {"ratios": cfg.shares.model_dump(), "groups": res.stats, "leakage": leak,
                             "near_duplicate_links": len(links)}
 
@@ -69,7 +70,7 @@ def write_router_snapshot(rr: ResolvedRecipe, *, root: Path, name: str, version:
                           plain: Sequence[str] = (), documents: dict[str, Any] | None = None, rejects: Sequence[dict] = (), extra: dict[str, Any],
                           split_counts: dict[str, int], card: str, extra_specs: Sequence[dict] = ()) -> FreezeResult:
     """Write `tables` (relative path -> table) plus rejects, recipe, card and manifest; atomically."""
-    _check_name(name, version)
+    check_name(name, version)
     final = root / f"{name}@{version}"
     if final.exists():
         raise SnapshotError(f"snapshot {name}@{version} already exists at {final}; snapshots are never modified: "
@@ -101,7 +102,7 @@ def write_router_snapshot(rr: ResolvedRecipe, *, root: Path, name: str, version:
         files[CARD] = sha256_file(tmp / CARD)
         manifest["files"] = dict(sorted(files.items()))
         manifest["integrity"] = integrity_of(manifest)
-        _fsync_tree(tmp)
+        fsync_tree(tmp)
         with open(tmp / MANIFEST, "wb") as f:  # last: a folder without it is not a snapshot
             f.write(manifest_bytes(manifest))
             f.flush()

@@ -1,19 +1,14 @@
 """Which stored records may go into a snapshot, and why each of the others may not.
 
-A record is a candidate when it was accepted at generation, a validation run covered it and passed it,
-and no reviewer rejected it. Review decisions (table `review_decisions`) are honoured:
-- a reviewer's correction that re-validated (`correction_valid`, and here again: the output schema and, for
-  plans, every reject-severity rule) replaces the teacher output, even for a record that generation or
-  validation rejected (the correction is what gets trained); an invalid one is ignored and counted;
-- a record only rejected by reviewers is excluded (REVIEW001); reviewers who disagree (one accepts, another
-  rejects, nobody corrects) exclude it too (REVIEW003);
-- when the spec requires review, a record without a submitted decision is excluded (REVIEW002).
-Every excluded record keeps its codes, so the snapshot's rejects file says why it is not there.
+Whether a record is usable is decided in one place, `factory.usable` (through `Store.usable`): generation
+status, the latest validation mark, the judge and the reviewers' decisions. Here a reviewer's correction is
+re-checked against the output schema and, for plans, every reject-severity rule; a usable record becomes a
+candidate (with the correction as its output when corrected), and every other one is excluded with its codes,
+so the snapshot's rejects file says why it is not there. The selection also counts review outcomes.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,14 +18,8 @@ import jsonschema
 from mashbill.errors import MashbillError
 from mashbill.factory.records import Record
 from mashbill.factory.store import Store
+from mashbill.factory.usable import REVIEW_BAD_CORRECTION, REVIEW_DISAGREE, REVIEW_REJECTED
 from mashbill.specs import ResolvedSpec
-
-# codes this stage adds (the store's own verdict codes are kept as they are)
-REVIEW_REJECTED = "REVIEW001"
-REVIEW_MISSING = "REVIEW002"
-REVIEW_DISAGREE = "REVIEW003"
-REVIEW_BAD_CORRECTION = "REVIEW004"
-NOT_ACCEPTED = "GEN000"
 
 
 @dataclass(frozen=True)
@@ -75,52 +64,6 @@ def _text(output: Any, raw: str | None) -> str | None:
     return canonical_json(output) if output is not None else raw
 
 
-@dataclass
-class Decision:
-    state: str  # accepted | rejected | corrected | disagreement | none
-    correction: Any = None
-    invalid_correction: bool = False
-    reviewers: int = 0
-
-
-def resolve_decisions(rows: list[dict], original: Any, validator, recheck=None) -> Decision:
-    """One verdict per record from the submitted responses of its reviewers (latest per reviewer)."""
-    latest: dict[str, dict] = {}
-    for r in rows:
-        if r["status"] != "submitted":
-            continue
-        key = r["reviewer"]
-        when = (r["responded_at"] or r["pulled_at"])
-        if key not in latest or when >= (latest[key]["responded_at"] or latest[key]["pulled_at"]):
-            latest[key] = r
-    if not latest:
-        return Decision("none")
-    decisions = sorted(latest.values(), key=lambda r: (r["responded_at"] or r["pulled_at"], r["reviewer"]))
-    invalid = False
-    correction = None
-    for r in decisions:
-        if r["corrected_output"] is None:
-            continue
-        value = json.loads(r["corrected_output"]) if isinstance(r["corrected_output"], str) else r["corrected_output"]
-        ok = (r["correction_valid"] is True and not any(True for _ in validator.iter_errors(value))
-              and (recheck is None or recheck(value)))
-        if not ok:
-            invalid = True
-            continue
-        if value != original:
-            correction = value  # the latest valid correction wins
-    if correction is not None:
-        return Decision("corrected", correction, invalid, len(latest))
-    votes = {r["decision"] for r in decisions if r["decision"] in ("accept", "reject")}
-    if votes == {"accept", "reject"}:
-        return Decision("disagreement", None, invalid, len(latest))
-    if votes == {"reject"}:
-        return Decision("rejected", None, invalid, len(latest))
-    if votes == {"accept"}:
-        return Decision("accepted", None, invalid, len(latest))
-    return Decision("none", None, invalid, len(latest))
-
-
 def _rules_recheck(checker, rec: Record):
     """A correction must pass the same rules (reject severity) as the record it corrects."""
 
@@ -133,116 +76,68 @@ def _rules_recheck(checker, rec: Record):
 def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | None = None) -> Selection:
     spec = rs.spec
     require_review = spec.curation.require_review if require_review is None else require_review
-    records = store.records(spec_hash=rs.hash)
-    if not records:
-        others = store.con.execute("SELECT DISTINCT spec_hash FROM records WHERE spec_name = ? AND spec_version = ?",
-                                   [spec.name, spec.version]).fetchall()
-        hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[0][:12] for h in others)}),"
+    validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
+    checker = []  # built on first need: only a record with review rows has a correction to re-check
+
+    def recheck_for(rec: Record):
+        if spec.kind != "plan" or "rules" not in rs.file_paths:
+            return None
+        if not checker:
+            from mashbill.validators.checker import RecordChecker
+
+            checker.append(RecordChecker.for_spec(rs))
+        return _rules_recheck(checker[0], rec)
+
+    states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)
+    if not states:
+        others = sorted({h for h, _, _ in store.spec_status_counts(spec.name, spec.version)})
+        hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[:12] for h in others)}),"
                 " so the spec changed since they were generated") if others else "; run `mashbill generate` first"
         raise MashbillError(f"store {store.root} has no records of {spec.ref} (spec hash {rs.hash[:12]}){hint}")
-    where = "record_id IN (SELECT record_id FROM records WHERE spec_hash = ?)"
-    marks = {r[0]: (r[1], r[2]) for r in store.con.execute(
-        f"SELECT record_id, arg_max(passed, validated_at), arg_max(validation_id, validated_at) "
-        f"FROM record_validations WHERE {where} GROUP BY record_id", [rs.hash]).fetchall()}
-    unvalidated = [r.id for r in records if r.status == "accepted" and r.id not in marks]
+    unvalidated = [st.record.id for st in states if st.record.status == "accepted" and st.mark is None]
     if unvalidated:
         raise MashbillError(
             f"store {store.root}: {len(unvalidated)} accepted record(s) of {spec.ref} were never covered by a "
             f"validation run (first: {unvalidated[0][:16]}); run `mashbill validate {spec.ref} --store {store.root}` "
             "first. Nothing was written.")
-    verdicts: dict[str, list[tuple[str, str, str, str]]] = {}
-    counts: Counter = Counter()
-    for rid, stage, code, severity, detail in store.con.execute(
-            f"SELECT record_id, stage, code, severity, detail FROM verdicts WHERE {where} "
-            "ORDER BY record_id, stage, code", [rs.hash]).fetchall():
-        verdicts.setdefault(rid, []).append((stage, code, severity, detail or ""))
-        counts[code] += 1
-    cols = ["record_id", "reviewer", "status", "decision", "corrected_output", "correction_valid", "responded_at",
-            "pulled_at"]
-    decisions: dict[str, list[dict]] = {}
-    for row in store.con.execute(f"SELECT {', '.join(cols)} FROM review_decisions WHERE {where}",
-                                 [rs.hash]).fetchall():
-        decisions.setdefault(row[0], []).append(dict(zip(cols, row)))
-
-    validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
-    checker = None
-    if spec.kind == "plan" and "rules" in rs.file_paths and decisions:
-        from mashbill.validators.checker import RecordChecker
-
-        checker = RecordChecker.for_spec(rs)
+    counts: Counter = Counter(code for st in states for _, code, _, _ in st.verdicts)
     candidates: list[Candidate] = []
     excluded: list[Excluded] = []
     corrections: list[tuple[Record, Any]] = []
     stats = Counter()
-    for rec in records:
-        recheck = _rules_recheck(checker, rec) if checker is not None else None
-        d = resolve_decisions(decisions.get(rec.id, []), rec.output, validator, recheck)
-        if decisions.get(rec.id):
+    for st in states:
+        rec, d, u = st.record, st.decision, st.usability
+        if st.reviewed:
             stats["with_decisions"] += 1
         if d.state != "none":
             stats["reviewed"] += 1
             stats[d.state] += 1
         if d.invalid_correction:
             stats["invalid_corrections"] += 1
-        vs = verdicts.get(rec.id, [])
-
-        def exclude(stage: str, codes, detail: str, output=rec.output):
-            excluded.append(Excluded(rec.id, spec.ref, stage, tuple(codes), detail, _q(rec), _text(output, rec.raw)))
-
-        if d.state == "corrected":
+        if u.corrected:
             candidates.append(Candidate(rec, d.correction, "review-correction", "corrected"))
             if rec.output is not None:
                 corrections.append((rec, d.correction))
-            continue
-        if rec.status != "accepted":
-            codes = [c for s, c, sev, _ in vs if sev == "reject" and s != "validate"] or [NOT_ACCEPTED]
-            exclude("generate", codes, f"status {rec.status}")
-            continue
-        passed, _ = marks[rec.id]
-        if not passed:
-            codes = [c for s, c, sev, _ in vs if sev == "reject" and s == "validate"] or ["VALIDATE"]
-            exclude("validate", codes, "; ".join(det for s, _, sev, det in vs if sev == "reject")[:300])
-            if d.state == "accepted":
-                stats["accepted_but_invalid"] += 1
-            continue
-        judged = [c for s, c, sev, _ in vs if s == "judge" and sev == "reject"]
-        if judged and d.state != "accepted":  # a reviewer's accept outranks the judge
-            exclude("judge", judged, "; ".join(det for s, _, sev, det in vs if s == "judge")[:300])
-            continue
-        if d.state == "rejected":
-            exclude("review", [REVIEW_REJECTED], "rejected by a reviewer")
-        elif d.state == "disagreement":
-            exclude("review", [REVIEW_DISAGREE], f"{d.reviewers} reviewers disagree (accept vs reject)")
-        elif d.state == "none" and require_review:
-            exclude("review", [REVIEW_MISSING], "the spec requires review and no reviewer decided")
-        else:
+        elif u.usable:
             candidates.append(Candidate(rec, rec.output, "teacher", "accepted" if d.state == "accepted" else None))
+        else:
+            if u.stage == "validate" and d.state == "accepted":
+                stats["accepted_but_invalid"] += 1
+            excluded.append(Excluded(rec.id, spec.ref, u.stage, u.codes, u.detail, _q(rec), _text(rec.output, rec.raw)))
     for code, n in ((REVIEW_REJECTED, stats["rejected"]), (REVIEW_DISAGREE, stats["disagreement"]),
                     (REVIEW_BAD_CORRECTION, stats["invalid_corrections"])):
         if n:
             counts[code] += n
-    review = {"require_review": require_review, "records": len(records),
+    review = {"require_review": require_review, "records": len(states),
               "reviewed": stats["reviewed"], "accepted": stats["accepted"], "corrected": stats["corrected"],
               "rejected": stats["rejected"], "disagreements": stats["disagreement"],
               "invalid_corrections": stats["invalid_corrections"],
               "accepted_but_failed_validation": stats["accepted_but_invalid"],
-              "unreviewed": len(records) - stats["reviewed"]}
-    runs = record_runs(store, [c.record.id for c in candidates])
+              "unreviewed": len(states) - stats["reviewed"]}
+    runs = store.record_runs([c.record.id for c in candidates])
     run_ids = sorted(set(runs.values()))
+    marks = {st.record.id: st.mark for st in states if st.mark is not None}
     validation_ids = sorted({marks[c.record.id][1] for c in candidates if c.record.id in marks})
     return Selection(rs, candidates, excluded, dict(sorted(counts.items())), review, run_ids, validation_ids,
                      corrections)
 
-
-def record_runs(store: Store, record_ids: list[str]) -> dict[str, str]:
-    """record id -> the run that produced it."""
-    if not record_ids:
-        return {}
-    import pyarrow as pa
-
-    store.con.register("_sel_ids", pa.table({"record_id": record_ids}))
-    try:
-        rows = store.con.execute("SELECT record_id, run_id FROM records JOIN _sel_ids USING (record_id)").fetchall()
-    finally:
-        store.con.unregister("_sel_ids")
-    return dict(rows)

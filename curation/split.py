@@ -5,46 +5,19 @@ paraphrase group (`curation.group_by` input fields) or that share a source (the 
 plan) form one group, and a group lands on exactly one side. Within each label cell, groups are taken in
 the order of a hash of their id and each goes to the split furthest below its share (in the cell and
 overall), so the split is deterministic, close to the ratios even for small cells, and stable when
-unrelated records are added.
+unrelated records are added. The checks after the split are `validators.leakage.across_splits`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from mashbill.validators.dedup import UnionFind
+
 SPLITS = ("train", "eval", "test")
-
-
-def normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = re.sub(r"[^\w\s]", " ", text)
-    return " ".join(text.split())
-
-
-class UnionFind:
-    def __init__(self, keys: Iterable[str]):
-        self.parent = {k: k for k in keys}
-
-    def find(self, k: str) -> str:
-        root = k
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[k] != root:
-            self.parent[k], k = root, self.parent[k]
-        return root
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            # the smaller id becomes the root, so group ids do not depend on the order of unions
-            if rb < ra:
-                ra, rb = rb, ra
-            self.parent[rb] = ra
 
 
 @dataclass
@@ -91,15 +64,3 @@ def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tup
     multi = sum(1 for idx in members.values() if len(idx) > 1)
     return SplitResult(assignment, groups, {"groups": len(members), "multi_record_groups": multi,
                                             "largest_group": max((len(v) for v in members.values()), default=0)})
-
-
-def leakage(assignment: dict[str, str], texts: dict[str, str], groups: dict[str, str]) -> dict:
-    """Cross-split checks after the split: groups straddling splits and identical normalised queries."""
-    side_of_group: dict[str, set] = defaultdict(set)
-    side_of_text: dict[str, set] = defaultdict(set)
-    for k, s in assignment.items():
-        side_of_group[groups[k]].add(s)
-        if texts.get(k):
-            side_of_text[normalise(texts[k])].add(s)
-    return {"groups_across_splits": sum(1 for v in side_of_group.values() if len(v) > 1),
-            "identical_queries_across_splits": sum(1 for v in side_of_text.values() if len(v) > 1)}

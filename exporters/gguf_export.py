@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mashbill.exporters.runs import ExportError, Run
+from mashbill.paths import cache_dir
 
 LLAMA_CPP_VERSION = "0.3.36"
 QUANTS = {"q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0", "q4_k_m": "LLAMA_FTYPE_MOSTLY_Q4_K_M"}
@@ -35,10 +36,6 @@ DROP_PREFIXES = ("vision_tower.", "vision_model.", "visual.", "multi_modal_proje
 RENAMES = (("model.language_model.", "model."), ("language_model.model.", "model."),
            ("language_model.lm_head.", "lm_head."), ("language_model.", "model."))
 SKIP_FILES = ("preprocessor_config.json", "processor_config.json", "video_preprocessor_config.json")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("MASHBILL_CACHE", Path.home() / ".cache" / "mashbill"))
 
 
 # ---------------------------------------------------------------- the converter

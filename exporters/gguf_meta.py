@@ -11,33 +11,22 @@ from mashbill.exporters.runs import ExportError
 
 
 def _gguf():
-    try:
-        import gguf
-    except ImportError:
-        raise ExportError("reading GGUF metadata needs the `gguf` package: pip install 'mashbill[validate]'") from None
-    return gguf
+    from mashbill.validators.gguf_file import gguf_module
+
+    return gguf_module(ExportError, "reading GGUF metadata")
 
 
 def _reader(path: Path):
-    gguf = _gguf()
-    try:
-        return gguf.GGUFReader(str(path), "r")
-    except Exception as exc:  # a truncated or foreign file fails deep inside numpy.memmap
-        raise ExportError(f"{path}: not a readable GGUF file ({type(exc).__name__}: {exc})") from None
+    from mashbill.validators.gguf_file import open_reader
+
+    return open_reader(path, ExportError)
 
 
 def read_kv(path: str | Path, *, arrays: bool = False) -> dict:
     """Scalar and string keys (token arrays only when `arrays`: they are large)."""
-    gguf = _gguf()
-    reader = _reader(Path(path))
-    out = {}
-    for field in reader.fields.values():
-        if field.name.startswith("GGUF."):
-            continue
-        if field.types and field.types[0] == gguf.GGUFValueType.ARRAY and not arrays:
-            continue
-        out[field.name] = field.contents()
-    return out
+    from mashbill.validators.gguf_file import read_kv as read
+
+    return read(path, ExportError, arrays=arrays)
 
 
 def tensor_names(path: str | Path) -> list[str]:

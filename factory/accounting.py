@@ -2,7 +2,8 @@
 
 One `Accounting` per run. The generate loop feeds it every teacher result (probes included, since
 they cost the same); `snapshot()` is what the live display shows, what `progress` events store
-while the run goes, and what the run's row keeps at the end.
+while the run goes, and what the run's row keeps at the end. It is also where the run summary
+(`factory.generate.RunSummary`) reads its record counts, tokens and teacher seconds: one set of counters.
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ class Accounting:
     retries: int = 0  # calls beyond the first per result
     errors: int = 0  # calls that ended in an error
     probe_calls: int = 0
+    # records' tokens and teacher seconds; the probes' are kept apart, and the snapshot (and cost) adds both
     tokens_in: int = 0
     tokens_cached: int = 0
     tokens_out: int = 0
     teacher_s: float = 0.0
+    probe_tokens: list[int] = field(default_factory=lambda: [0, 0, 0])  # in, cached, out
+    probe_teacher_s: float = 0.0
     _latencies: list[float] = field(default_factory=list, repr=False)
 
     def observe(self, result: TeacherResult, status: str | None) -> None:
@@ -44,10 +48,16 @@ class Accounting:
         if status is None:
             self.probe_calls += n
         for a in result.attempts:
-            self.tokens_in += a.prompt_tokens or 0
-            self.tokens_cached += a.cached_tokens or 0
-            self.tokens_out += a.completion_tokens or 0
-            self.teacher_s += a.latency_s
+            if status is None:
+                self.probe_tokens[0] += a.prompt_tokens or 0
+                self.probe_tokens[1] += a.cached_tokens or 0
+                self.probe_tokens[2] += a.completion_tokens or 0
+                self.probe_teacher_s += a.latency_s
+            else:
+                self.tokens_in += a.prompt_tokens or 0
+                self.tokens_cached += a.cached_tokens or 0
+                self.tokens_out += a.completion_tokens or 0
+                self.teacher_s += a.latency_s
             if a.error is None:
                 self._latencies.append(a.latency_s)
             else:
@@ -80,25 +90,32 @@ class Accounting:
             return None
         wall_s = self.elapsed_s if wall_s is None else wall_s
         cached_rate = p.get("cached_input_per_1m", p.get("input_per_1m", 0.0))
-        cost = ((self.tokens_in - self.tokens_cached) * p.get("input_per_1m", 0.0)
-                + self.tokens_cached * cached_rate + self.tokens_out * p.get("output_per_1m", 0.0)) / 1e6
+        t_in, t_cached, t_out = self.all_tokens()
+        cost = ((t_in - t_cached) * p.get("input_per_1m", 0.0)
+                + t_cached * cached_rate + t_out * p.get("output_per_1m", 0.0)) / 1e6
         cost += wall_s / 3600 * p.get("gpu_hour", 0.0) * p.get("gpus", 1.0)
         return round(cost, 6)
 
+    def all_tokens(self) -> tuple[int, int, int]:
+        """Tokens in, cached and out of every call, probes included (they cost the same)."""
+        return (self.tokens_in + self.probe_tokens[0], self.tokens_cached + self.probe_tokens[1],
+                self.tokens_out + self.probe_tokens[2])
+
     def snapshot(self, wall_s: float | None = None) -> dict:
         wall_s = self.elapsed_s if wall_s is None else wall_s
+        t_in, t_cached, t_out = self.all_tokens()
         answered = self.accepted + self.rejected
         rps = self.done / wall_s if wall_s > 0 else 0.0
         remaining = max(0, self.requested - self.done)
         return {
             "requested": self.requested, "done": self.done, "accepted": self.accepted, "rejected": self.rejected,
             "failed": self.failed, "calls": self.calls, "retries": self.retries, "errors": self.errors,
-            "probe_calls": self.probe_calls, "tokens_in": self.tokens_in, "tokens_cached": self.tokens_cached,
-            "tokens_out": self.tokens_out, "teacher_s": round(self.teacher_s, 3),
+            "probe_calls": self.probe_calls, "tokens_in": t_in, "tokens_cached": t_cached,
+            "tokens_out": t_out, "teacher_s": round(self.teacher_s + self.probe_teacher_s, 3),
             "latency_s": self.latency_percentiles(),
             "accept_rate": round(self.accepted / answered, 4) if answered else None,
             "records_per_s": round(rps, 4),
-            "tokens_out_per_s": round(self.tokens_out / wall_s, 2) if wall_s > 0 else 0.0,
+            "tokens_out_per_s": round(t_out / wall_s, 2) if wall_s > 0 else 0.0,
             "eta_s": round(remaining / rps, 1) if rps > 0 else None,
             "wall_s": round(wall_s, 3), "cost": self.cost(wall_s),
         }

@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from mashbill.errors import MashbillError
+from mashbill.paths import cache_dir
 from mashbill.factory.teachers.embedded import file_sha256
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,6 @@ REVISION_KEY = b"mashbill.encoder_revision"
 
 class EncoderError(MashbillError):
     """An encoder cannot be found, built or run."""
-
-
-def _cache_home() -> Path:
-    return Path(os.environ.get("MASHBILL_CACHE") or Path.home() / ".cache" / "mashbill")
 
 
 def default_encoder_dir() -> Path:
@@ -104,7 +101,7 @@ class Encoder:
         revision = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
         name = DEFAULT_ENCODER if path is None else folder.name
         if builder is not None:
-            onnx_path = Path(build_dir or _cache_home() / "encoders") / revision / "model.onnx"
+            onnx_path = Path(build_dir or cache_dir("encoders")) / revision / "model.onnx"
             if not onnx_path.is_file():
                 from mashbill.factory.onnx_bert import build_bert_onnx
 

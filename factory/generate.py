@@ -31,7 +31,7 @@ import jsonschema
 from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
-from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
+from mashbill.factory.records import Record, SpecRef, Verdict, record_id
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
 from mashbill.factory.work import Job, SpecWork, Work, select_jobs
@@ -52,14 +52,7 @@ class RunSummary:
     selected: int = 0
     skipped: int = 0
     requested: int = 0
-    accepted: int = 0
-    rejected: int = 0
-    failed: int = 0
-    codes: Counter = field(default_factory=Counter)
-    tokens_in: int = 0
-    tokens_cached: int = 0
-    tokens_out: int = 0
-    teacher_s: float = 0.0
+    codes: Counter = field(default_factory=Counter)  # reject codes of this run's records
     wall_s: float = 0.0
     status: str = "running"
     stop_reason: str | None = None  # why a guard stopped the run (status aborted / aborted_preflight)
@@ -67,6 +60,19 @@ class RunSummary:
     not_needed: int = 0  # jobs the work no longer wanted when their turn came (a filled quota cell)
     findings: dict = field(default_factory=dict)  # verdicts a work put on other records (the judge's threshold)
     accounting: Accounting | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.accounting is None:
+            self.accounting = Accounting(requested=self.requested)
+
+    # the records' counts, tokens and teacher seconds are the run accounting's (probes are counted apart there)
+    accepted = property(lambda self: self.accounting.accepted)
+    rejected = property(lambda self: self.accounting.rejected)
+    failed = property(lambda self: self.accounting.failed)
+    tokens_in = property(lambda self: self.accounting.tokens_in)
+    tokens_cached = property(lambda self: self.accounting.tokens_cached)
+    tokens_out = property(lambda self: self.accounting.tokens_out)
+    teacher_s = property(lambda self: self.accounting.teacher_s)
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("run_id", "spec", "spec_hash", "store", "status", "selected", "skipped",
@@ -251,8 +257,8 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
                 rec, vs = _to_record(result, work, ctx.ref, job, prompt, ctx.validator, ctx.checks)
                 records.append(rec)
                 verdicts[rec.id] = vs
-                calls.extend(_calls(result, ctx.teacher))
-                _count(summary, rec, vs, result)
+                calls.extend(result.attempts)
+                _count(summary, vs)
                 acct.observe(result, rec.status)
                 answered = result.attempts[-1].latency_s if result.attempts and result.text is not None else None
                 events.extend(guards.observe(rec.status, answered))
@@ -347,23 +353,7 @@ def _to_record(result: TeacherResult, work: Work, ref: SpecRef, job: Job, prompt
     return work.finish(rec, verdicts)
 
 
-def _calls(result: TeacherResult, teacher: Teacher) -> list[TeacherCall]:
-    return [TeacherCall(result.request.record_id, result.request.payload_hash, i + 1, teacher.backend, teacher.model,
-                        a.latency_s, a.prompt_tokens, a.cached_tokens, a.completion_tokens, a.finish_reason, a.error)
-            for i, a in enumerate(result.attempts)]
-
-
-def _count(summary: RunSummary, rec: Record, verdicts: Sequence[Verdict], result: TeacherResult) -> None:
-    if rec.status == "accepted":
-        summary.accepted += 1
-    elif rec.status == "rejected":
-        summary.rejected += 1
-    else:
-        summary.failed += 1
+def _count(summary: RunSummary, verdicts: Sequence[Verdict]) -> None:
     for v in verdicts:
         if v.severity == "reject":
             summary.codes[v.code] += 1
-    summary.tokens_in += result.prompt_tokens
-    summary.tokens_cached += sum(a.cached_tokens or 0 for a in result.attempts)
-    summary.tokens_out += result.completion_tokens
-    summary.teacher_s += result.latency_s

@@ -36,7 +36,11 @@ QUERY_SCHEMA = pa.schema([("query_id", pa.string()), ("text", pa.string()), ("so
 
 
 def normalise_query(text: str) -> str:
-    """NFKC and collapsed whitespace: the same question from two files gets the same id."""
+    """NFKC and collapsed whitespace: the same question from two files gets the same id.
+
+    An identity, not a similarity: case and punctuation stay, because a query id is stored and the texts behind
+    one id must be the same question. What counts as "the same query" for dedup, leakage and split groups is
+    `validators.dedup.normalize` (the router split ties ids whose texts it finds near-duplicate)."""
     return " ".join(unicodedata.normalize("NFKC", text).split())
 
 

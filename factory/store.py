@@ -23,6 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
+from mashbill.factory.store_queries import StoreQueries
 from mashbill import __version__
 from mashbill.errors import StoreError
 
@@ -50,6 +51,16 @@ def _verdict_table(rows: Sequence[tuple[str, Verdict]], run_id: str, now: dateti
         "detail": [v.detail for _, v in rows],
         "created_at": pa.array([now] * len(rows), pa.timestamp("us")),
     })
+
+
+def _loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
+    """json.loads of each text (None stays None), decoded as one JSON array per chunk: one parser call instead
+    of one per value, about twice as fast for hundreds of thousands of small values."""
+    out: list = []
+    for i in range(0, len(texts), chunk):
+        part = texts[i:i + chunk]
+        out += json.loads("[" + ",".join("null" if t is None else t for t in part) + "]")
+    return out
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -96,8 +107,8 @@ def damaged_message(db: Path, exc: BaseException) -> str:
             "it from its shard stores")
 
 
-class Store:
-    """A store folder. Open it with `Store.open(path)`; use as a context manager."""
+class Store(StoreQueries):
+    """A store folder. Open it with `Store.open(path)`; use as a context manager. Named reads: StoreQueries."""
 
     def __init__(self, root: Path, con: duckdb.DuckDBPyConnection, read_only: bool):
         self.root = root
@@ -387,10 +398,11 @@ class Store:
         finally:
             if ids is not None:
                 self.con.unregister("_want")
-        return [Record(id=row[0], kind=row[1], input=json.loads(row[2]),
-                       output=None if row[3] is None else json.loads(row[3]), raw=row[4],
-                       spec=SpecRef(row[5], row[6], row[7]), status=row[8],
-                       messages=tuple(json.loads(row[9])), meta=json.loads(row[10])) for row in rows]
+        inputs, outputs = _loads_many([r[2] for r in rows]), _loads_many([r[3] for r in rows])
+        messages, metas = _loads_many([r[9] for r in rows]), _loads_many([r[10] for r in rows])
+        return [Record(id=row[0], kind=row[1], input=inp, output=out, raw=row[4], spec=SpecRef(row[5], row[6], row[7]),
+                       status=row[8], messages=tuple(msgs), meta=meta)
+                for row, inp, out, msgs, meta in zip(rows, inputs, outputs, messages, metas)]
 
     def sql(self, query: str, params: list | None = None) -> pa.Table:
         return self.con.sql(query, params=params or None).to_arrow_table()
@@ -419,6 +431,12 @@ class Store:
             raise StoreError(f"cannot write the Parquet export {final}: {why}; the records are safe in "
                              f"{self.root / DB_NAME}, and the next completed run exports them") from None
         return final
+
+    def verdict_examples(self, per_code: int = 3) -> dict[str, dict]:
+        """A few records per verdict code with the verdict's detail, input and output (factory.verdict_examples)."""
+        from mashbill.factory.verdict_examples import verdict_examples
+
+        return verdict_examples(self.con, per_code)
 
 
 def reap_dead_runs(store: Store) -> list[str]:

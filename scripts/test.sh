@@ -12,5 +12,4 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 # The review tests start a real argilla-server; build its own environment up front (cached, ~1 minute once).
 .venv/bin/mashbill review serve --build-only >&2
-export MASHBILL_VOCAB_DIR="${MASHBILL_VOCAB_DIR:-${MASHBILL_CACHE:-$HOME/.cache/mashbill}/vocab}"
 exec .venv/bin/python -m pytest -q "$@"

@@ -192,11 +192,18 @@ class TeacherSpec(HashStable):
 
 
 class TrainerProfile(Strict):
-    tokenizer: str = "embedded:smollm2-135m-instruct"
-    chat_template: str | None = None
+    """What a trainer expects of the data: the one profile a spec declares, validation checks and a snapshot
+    records (a training config's `profile` only overrides fields of it)."""
+
+    tokenizer: str = "embedded:smollm2-135m-instruct"  # embedded:NAME, a .gguf file or a HF folder
+    chat_template: str | None = None  # a .jinja file, template text, or a built-in name; None: the tokenizer's
     max_seq_len: int = Field(4096, ge=16)
     truncation_side: Literal["right", "left"] = "right"
     loss: Literal["assistant-only", "completion-only", "last-turn"] = "assistant-only"
+
+    def describe(self) -> dict:
+        return {"tokenizer": self.tokenizer, "chat_template": self.chat_template or "(the tokenizer's)",
+                "max_seq_len": self.max_seq_len, "truncation_side": self.truncation_side, "loss": self.loss}
 
 
 class Runtime(Strict):

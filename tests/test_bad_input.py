@@ -195,9 +195,10 @@ CASES = [
      ["schema_migrations lacks version(s) [3]"], []),
     ("store-newer-schema", lambda c: ["sql", "SELECT 1", "--store", c["newer"]], 2,
      ["schema version 99", "upgrade mashbill"], []),
-    ("snapshot-tampered", lambda c: ["snapshot", "verify", "qs@1", "--dir", c["snaps"]], 2,
+    # verify's job is finding alterations: a finding (1), like `ls --verify` and `release verify`
+    ("snapshot-tampered", lambda c: ["snapshot", "verify", "qs@1", "--dir", c["snaps"]], 1,
      ["altered", "data/train.parquet"], []),
-    ("snapshot-renamed", lambda c: ["snapshot", "verify", "qs@99", "--dir", c["snaps"]], 2,
+    ("snapshot-renamed", lambda c: ["snapshot", "verify", "qs@99", "--dir", c["snaps"]], 1,
      ["holds snapshot qs@1", "qs@99", "renamed"], ["ok "]),
     ("snapshot-manifest-deleted", lambda c: ["snapshot", "verify", "nomani@1", "--dir", c["snaps"]], 2,
      ["nomani@1", "no manifest.json"], []),

@@ -128,3 +128,44 @@ def test_cycle_detection_finds_a_cycle():
     graph = {"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
     assert _cycles(graph) == [["a", "b"], ["c", "d", "e"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The store is the only door to the data: outside factory/ nothing touches a store's DuckDB connection
+# (`.con`) or hands it SQL (`.sql(`), except the `mashbill sql` command, whose job is user-typed SQL.
+DOOR_FOLDERS = [*[layer for layer in LAYERS if layer != "factory"], "mashbill", "bench"]
+SQL_ALLOWED = {"mashbill/cli/sql.py"}
+
+
+def _door_breaches(source: str, rel: str) -> list[str]:
+    """`.con` attribute uses and `.sql(...)` calls in one module's source, as 'file:line: what' strings."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=rel)):
+        if isinstance(node, ast.Attribute) and node.attr == "con":
+            found.append(f"{rel}:{node.lineno}: uses .con (the store's connection); add a named Store method")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "sql"
+              and rel not in SQL_ALLOWED):
+            found.append(f"{rel}:{node.lineno}: passes SQL through .sql(); add a named Store method")
+    return sorted(found, key=lambda f: int(f.split(":")[1]))
+
+
+def test_the_store_is_the_only_door():
+    problems = []
+    for folder in DOOR_FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
+            rel = path.relative_to(ROOT).as_posix()
+            problems += _door_breaches(path.read_text(encoding="utf-8"), rel)
+    assert not problems, "\n".join(problems)
+
+
+def test_door_detector_finds_raw_sql_and_allows_named_methods():
+    code = ("def f(store):\n"
+            "    a = store.con.execute('SELECT 1')\n"
+            "    b = store.sql('SELECT 2')\n"
+            "    c = store.verdict_counts('h')\n"
+            "    d = store.connection\n")
+    assert _door_breaches(code, "curation/x.py") == [
+        "curation/x.py:2: uses .con (the store's connection); add a named Store method",
+        "curation/x.py:3: passes SQL through .sql(); add a named Store method"]
+    # the sql command may pass user SQL, but never the raw connection
+    assert _door_breaches(code, "mashbill/cli/sql.py") == [
+        "mashbill/cli/sql.py:2: uses .con (the store's connection); add a named Store method"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mashbill.errors import MashbillError
+from mashbill.paths import cache_dir
 
 SMOLLM2 = "embedded:smollm2-135m-instruct"
 MINILM = "embedded:all-minilm-l6-v2"
@@ -28,8 +29,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
 
 
 def models_cache() -> Path:
-    root = os.environ.get("MASHBILL_CACHE") or os.environ.get("MASHBILL_CACHE_DIR") or Path.home() / ".cache" / "mashbill"
-    return Path(root) / "models"
+    return cache_dir("models")
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from mashbill.errors import MashbillError
+from mashbill.specs.model import Strict, TrainerProfile
 
 METHODS = ("classify", "sft", "dpo")
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -33,18 +35,11 @@ class TrainConfigError(MashbillError):
     """A training config cannot be read or is invalid."""
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Profile(Strict):
-    """What the run expects of its data; None = the snapshot manifest's value."""
-
-    tokenizer: str | None = None  # a tokenizer reference (embedded:NAME, .gguf, HF folder)
-    chat_template: str | None = None  # a .jinja file, template text, or a built-in name
-    max_seq_len: int | None = Field(None, ge=16)
-    truncation_side: Literal["right", "left"] | None = None
-    loss: Literal["assistant-only", "completion-only", "last-turn"] | None = None
+# What the run expects of its data: the spec's TrainerProfile with every field optional (None = the snapshot
+# manifest's value), derived from it so that the two field lists cannot drift apart.
+Profile = create_model("Profile", __base__=Strict, __module__=__name__,
+                       **{name: (Optional[f.annotation], FieldInfo.merge_field_infos(f, default=None))
+                          for name, f in TrainerProfile.model_fields.items()})
 
 
 class Lora(Strict):

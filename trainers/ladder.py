@@ -66,11 +66,8 @@ def below(stage: Stage) -> list[Stage]:
 
 def passed(store, config_sha256: str, snapshot_id: str) -> set[str]:
     """Names of the stages that passed for this config and snapshot."""
-    rows = store.con.execute(
-        "SELECT detail->>'stage_name' FROM events WHERE kind = ? AND detail->>'config_sha256' = ? "
-        "AND detail->>'snapshot_id' = ? AND CAST(detail->>'passed' AS BOOLEAN)",
-        [EVENT, config_sha256, snapshot_id]).fetchall()
-    return {r[0] for r in rows}
+    return {d.get("stage_name") for _, d in store.events_of(EVENT)
+            if d.get("config_sha256") == config_sha256 and d.get("snapshot_id") == snapshot_id and d.get("passed") is True}
 
 
 def missing_below(store, stage: Stage, config_sha256: str, snapshot_id: str) -> list[Stage]:
@@ -95,13 +92,8 @@ def record(store, stage: Stage, detail: dict) -> str:
 
 
 def history(store, config_sha256: str | None = None) -> list[dict]:
-    q = "SELECT ts, detail FROM events WHERE kind = ?"
-    args: list = [EVENT]
-    if config_sha256:
-        q += " AND detail->>'config_sha256' = ?"
-        args.append(config_sha256)
-    rows = store.con.execute(q + " ORDER BY ts", args).fetchall()
-    return [{"ts": str(ts), **json.loads(d)} for ts, d in rows]
+    return [{"ts": str(ts), **d} for ts, d in store.events_of(EVENT)
+            if not config_sha256 or d.get("config_sha256") == config_sha256]
 
 
 def store_path_of(store_arg: str, cwd: Path | None = None) -> Path:

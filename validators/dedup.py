@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import numpy as np
 
@@ -35,8 +36,10 @@ _C = np.uint64(1 << 32)
 
 
 def normalize(text: str) -> str:
-    """NFKC, case-folded, punctuation to spaces, but an operator between two operands, one of them a number or a
-    parenthesis, is kept ("sqrt(2)*sqrt(3)" and "sqrt(2)+sqrt(3)" stay apart; "7-3", "1/2"; not "e-mail", "km/h")."""
+    """What "the same query" means for dedup, holdout leakage, split grouping and the cross-split check (one rule
+    set for all four, so they never disagree): NFKC, case-folded, punctuation to spaces, but an operator between
+    two operands, one of them a number or a parenthesis, is kept ("sqrt(2)*sqrt(3)" and "sqrt(2)+sqrt(3)" stay
+    apart; "7-3", "1/2"; not "e-mail", "km/h")."""
     text = unicodedata.normalize("NFKC", text or "").casefold()
     if not any(op in text for op in _OPERATORS):
         return _NON_ALNUM.sub(" ", text).strip()
@@ -141,26 +144,35 @@ def estimate(sig: np.ndarray, pairs: np.ndarray, chunk: int = 200_000) -> np.nda
     return out
 
 
-def _components(n: int, edges: np.ndarray) -> np.ndarray:
-    """Connected-component label (the smallest member index) per node."""
-    parent = np.arange(n)
+class UnionFind:
+    """Disjoint sets over hashable, ordered keys; the smallest key of a set is its root, so group ids do not
+    depend on the order of unions (dedup clusters, near-duplicate groups and split groups all use this one)."""
 
-    def find(x):
-        root = x
-        while parent[root] != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
+    def __init__(self, keys: Iterable):
+        self.parent = {k: k for k in keys}
+
+    def find(self, k):
+        root = k
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[k] != root:
+            self.parent[k], k = root, self.parent[k]
         return root
 
-    for a, b in edges:
-        ra, rb = find(int(a)), find(int(b))
+    def union(self, a, b) -> None:
+        ra, rb = self.find(a), self.find(b)
         if ra != rb:
-            if ra < rb:
-                parent[rb] = ra
-            else:
-                parent[ra] = rb
-    return np.array([find(i) for i in range(n)]) if len(edges) else parent
+            if rb < ra:
+                ra, rb = rb, ra
+            self.parent[rb] = ra
+
+
+def _components(n: int, edges: np.ndarray) -> list[int]:
+    """Connected-component label (the smallest member index) per node."""
+    uf = UnionFind(range(n))
+    for a, b in edges:
+        uf.union(int(a), int(b))
+    return [uf.find(i) for i in range(n)]
 
 
 @dataclass

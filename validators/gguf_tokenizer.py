@@ -61,27 +61,10 @@ _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED = 1, 2, 3, 4
 
 
 def read_metadata(path: Path) -> dict:
-    """The GGUF file's key/value metadata (strings, numbers, arrays), read with gguf.GGUFReader."""
-    try:
-        from gguf import GGUFReader
-    except ImportError:
-        raise TokenizerLoadError("reading a GGUF tokenizer needs the gguf package: pip install 'mashbill[validate]'")
-    try:
-        reader = GGUFReader(str(path), "r")
-    except (ValueError, OSError, IndexError, KeyError) as exc:
-        what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if "magic" in what.lower():
-            raise TokenizerLoadError(f"{path}: not a GGUF file (no GGUF magic bytes)") from None
-        raise TokenizerLoadError(f"{path}: truncated or corrupt GGUF metadata ({what})") from None
-    meta = {}
-    for name, fld in reader.fields.items():
-        if name.startswith("GGUF."):
-            continue
-        try:
-            meta[name] = fld.contents()
-        except (ValueError, IndexError, UnicodeDecodeError):
-            raise TokenizerLoadError(f"{path}: metadata key {name} cannot be read") from None
-    return meta
+    """The GGUF file's key/value metadata (strings, numbers, arrays)."""
+    from mashbill.validators.gguf_file import read_kv
+
+    return read_kv(path, TokenizerLoadError, what="reading a GGUF tokenizer")
 
 
 def build(path: Path, meta: dict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,3 +177,16 @@ def leakage(keys: list[str], texts: list[str], holdout: list[HoldoutItem], cfg, 
         verdicts.setdefault(keys[i], []).append(
             Verdict(cfg.code, cfg.severity, f"leaks {item.source} ({how}): {snippet!r}", "validate"))
     return verdicts, {"holdout_items": len(holdout), "leaked": len(found)}
+
+
+def across_splits(assignment: dict[str, str], texts: dict[str, str], groups: dict[str, str]) -> dict:
+    """The checks after a split: groups that straddle splits, and queries identical after `normalize` (the rule
+    dedup, holdout leakage and the split's near-duplicate groups use) found on more than one side."""
+    side_of_group: dict[str, set] = defaultdict(set)
+    side_of_text: dict[str, set] = defaultdict(set)
+    for k, s in assignment.items():
+        side_of_group[groups[k]].add(s)
+        if texts.get(k):
+            side_of_text[normalize(texts[k])].add(s)
+    return {"groups_across_splits": sum(1 for v in side_of_group.values() if len(v) > 1),
+            "identical_queries_across_splits": sum(1 for v in side_of_text.values() if len(v) > 1)}

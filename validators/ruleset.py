@@ -13,28 +13,25 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from mashbill.errors import SpecError
 from mashbill.factory.codes import RULE_IDS
 from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
+from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 
 DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@2.yaml"
 CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TaskCount(_Strict):
+class TaskCount(Strict):
     min: int = Field(1, ge=0)
     max: int = Field(4, ge=1)
 
 
-class CategoryNames(_Strict):
+class CategoryNames(Strict):
     research: str = "research"
     precision: str = "precision_tools"
     dynamic: str = "dynamic"
@@ -42,7 +39,7 @@ class CategoryNames(_Strict):
     code: list[str] = ["code_reviewer", "agentic_coder"]
 
 
-class RuleEntry(_Strict):
+class RuleEntry(Strict):
     id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
     code: str = Field(pattern=CODE_RE)
     severity: Literal["reject", "penalty", "flag"]
@@ -50,14 +47,14 @@ class RuleEntry(_Strict):
     enabled: bool = True
 
 
-class Mask(_Strict):
+class Mask(Strict):
     name: str
     replace: str
     pattern: str
     requires: list[str] = []  # the mask only runs when the text holds one of these (a cheap pre-check)
 
 
-class Trigger(_Strict):
+class Trigger(Strict):
     any: list[str] = Field(min_length=1)
     all: list[str] = []
     none: list[str] = []
@@ -65,7 +62,7 @@ class Trigger(_Strict):
     requires: list[str] = []  # the trigger only runs when the masked query holds one of these (a cheap pre-check)
 
 
-class Units(_Strict):
+class Units(Strict):
     """What pint's unit registry lacks or reads differently (validators/units.py): aliases map a word to a pint
     unit of the same dimension; ignored words are never the unit a conversion starts from ("7 am to 9 pm")."""
     aliases: dict[str, str] = {}
@@ -76,22 +73,22 @@ class Units(_Strict):
 COMPUTED_CONTEXTS = {"unit_pair": "a quantity converted between two units of the same dimension (pint)"}
 
 
-class Intent(_Strict):
+class Intent(Strict):
     tools: list[str] = Field(min_length=1)
     triggers: list[Trigger] = Field(min_length=1)
 
 
-class LegalSpec(_Strict):
+class LegalSpec(Strict):
     citation: list[str] = Field(min_length=1)
     laws: dict[str, list[str]]
 
 
-class ResearchBeforeCode(_Strict):
+class ResearchBeforeCode(Strict):
     domain: list[str] = Field(min_length=1)
     needs: list[str] = []
 
 
-class DedupConfig(_Strict):
+class DedupConfig(Strict):
     field: Literal["query", "prompt", "example"] = "query"
     exact_code: str = Field("DUP001", pattern=CODE_RE)
     exact_severity: Literal["reject", "penalty", "flag"] = "reject"
@@ -109,18 +106,18 @@ class DedupConfig(_Strict):
         return self
 
 
-class LeakageConfig(_Strict):
+class LeakageConfig(Strict):
     code: str = Field("LEAK001", pattern=CODE_RE)
     severity: Literal["reject", "penalty", "flag"] = "reject"
     threshold: float = Field(0.7, gt=0, le=1)
 
 
-class PiiConfig(_Strict):
+class PiiConfig(Strict):
     redact: bool = False
     severity: Literal["reject", "penalty", "flag"] = "flag"
 
 
-class Fidelity(_Strict):
+class Fidelity(Strict):
     """Argument fidelity: which tools' numbers must come from the query, which constants any plan may use, and the
     unit names unit_convert's units are matched against (canonical name -> names a query may use)."""
 
@@ -131,7 +128,7 @@ class Fidelity(_Strict):
     units: dict[str, list[str]] = {}
 
 
-class Drift(_Strict):
+class Drift(Strict):
     """No parroting, no drift (validators/drift.py)."""
 
     parrot_share: float = Field(0.6, gt=0, le=1)  # share of an example task's words copied without being in the query
@@ -139,13 +136,13 @@ class Drift(_Strict):
     min_shared: int = Field(1, ge=1)  # content words a task must share with the query
 
 
-class Checks(_Strict):
+class Checks(Strict):
     dedup: DedupConfig = DedupConfig()
     leakage: LeakageConfig = LeakageConfig()
     pii: PiiConfig = PiiConfig()
 
 
-class RuleSet(_Strict):
+class RuleSet(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     version: int = Field(ge=1)
     description: str = ""

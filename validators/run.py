@@ -18,7 +18,8 @@ from typing import Callable, Iterable
 
 from mashbill.factory.records import Verdict
 from mashbill.validators.errors import ValidationInputError
-from mashbill.validators.inputs import DEFAULT_LOSS, Row, guess_lang, read_rows
+from mashbill.specs.model import TrainerProfile
+from mashbill.validators.inputs import Row, guess_lang, read_rows
 from mashbill.validators.ruleset import DEFAULT_RULES, RuleSet, load_ruleset
 
 log = logging.getLogger(__name__)
@@ -28,21 +29,8 @@ EXAMPLES_PER_CODE = 3
 
 
 @dataclass
-class Profile:
-    tokenizer: str
-    max_seq_len: int
-    chat_template: str | None = None
-    truncation_side: str = "right"
-    loss: str = "assistant-only"
-
-    def describe(self) -> dict:
-        return {"tokenizer": self.tokenizer, "chat_template": self.chat_template or "(the tokenizer's)",
-                "max_seq_len": self.max_seq_len, "truncation_side": self.truncation_side, "loss": self.loss}
-
-
-@dataclass
 class Options:
-    profile: Profile | None = None
+    profile: TrainerProfile | None = None  # the trainer's view of the data; None: no span checks
     rules: RuleSet | None = None
     audit_sample: int = 200
     spans: bool = True
@@ -340,8 +328,6 @@ def validate_file(path: str | Path, fmt: str, opts: Options) -> Report:
     rows = read_rows(path, fmt)
     report = Report(str(path), fmt)
     report.sections["format"] = fmt
-    if opts.profile is not None and opts.profile.loss is None:
-        opts.profile.loss = DEFAULT_LOSS[fmt]
     eval_rows: list[Row] = []
     for e in opts.eval_files:
         eval_rows += [r for r in read_rows(e, fmt) if r.ok]
@@ -374,11 +360,9 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
 
     records = store.records(spec_hash=rs.hash, status=None if include_all else "accepted")
     if not records:
-        held = store.sql("SELECT spec_hash = ? AS same, status, count(*) AS n FROM records WHERE spec_name = ? "
-                         "AND spec_version = ? GROUP BY ALL ORDER BY ALL",
-                         [rs.hash, rs.spec.name, rs.spec.version]).to_pylist()
-        same = {o["status"]: o["n"] for o in held if o["same"]}
-        other = sum(o["n"] for o in held if not o["same"])
+        held = store.spec_status_counts(rs.spec.name, rs.spec.version)
+        same = {status: n for h, status, n in held if h == rs.hash}
+        other = sum(n for h, _, n in held if h != rs.hash)
         hint = ""
         if same:
             hint = ("; its records under this hash are all " +
@@ -446,9 +430,7 @@ def write_verdicts(store, report: Report, spec_hash: str | None = None, source: 
 
 def spec_options(rs, **overrides) -> Options:
     """Validation options from a spec: its trainer profile, holdout files and folder."""
-    tp = rs.spec.trainer_profile
-    opts = Options(profile=Profile(tokenizer=tp.tokenizer, max_seq_len=tp.max_seq_len, chat_template=tp.chat_template,
-                                   truncation_side=tp.truncation_side, loss=tp.loss),
+    opts = Options(profile=rs.spec.trainer_profile,
                    holdout=[str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")],
                    base_dir=rs.path.parent)
     for key, value in overrides.items():

@@ -50,8 +50,9 @@ def _offline() -> None:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("MASHBILL_CACHE") or os.environ.get("MASHBILL_CACHE_DIR") or Path.home() / ".cache" / "mashbill"
-    return Path(base) / "tokenizers"
+    from mashbill.paths import cache_dir as mashbill_cache
+
+    return mashbill_cache("tokenizers")
 
 
 # ---------------------------------------------------------------- GGUF files

@@ -30,13 +30,10 @@ def spec_with_teacher(path: str | Path, records: int, **teacher) -> ResolvedSpec
 def figures(store_path: Path, wall_s: float) -> dict:
     """Throughput, prefix-cache hit rate and schema-valid rate of the (single) run in a store."""
     with Store.open(store_path, read_only=True) as store:
-        con = store.con
-        n, answered = con.execute("SELECT count(*), count(*) FILTER (WHERE status <> 'failed') FROM records").fetchone()
-        invalid = con.execute(
-            f"SELECT count(DISTINCT record_id) FROM verdicts WHERE code IN {SCHEMA_CODES}").fetchone()[0]
-        prompt, cached, out = con.execute(
-            "SELECT sum(prompt_tokens), sum(cached_tokens), sum(completion_tokens) FROM teacher_calls "
-            "WHERE error IS NULL").fetchone()
+        status = store.status_counts()
+        n, answered = sum(status.values()), sum(v for k, v in status.items() if k != "failed")
+        invalid = store.records_with_codes(SCHEMA_CODES)
+        prompt, cached, out = store.call_totals()
     return {"records": n, "answered": answered, "wall_s": round(wall_s, 2),
             "records_per_s": round(n / wall_s, 3) if wall_s else None,
             "tokens_out_per_s": round((out or 0) / wall_s, 1) if wall_s else None,

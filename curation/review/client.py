@@ -1,6 +1,7 @@
 """Which Argilla server to talk to, and the adapter around the argilla SDK.
 
-A connection comes from `ARGILLA_API_URL` and `ARGILLA_API_KEY` (any deployment), or else from
+A connection comes from a URL and API key (any deployment; the CLI takes them from --api-url/--api-key or
+`ARGILLA_API_URL`/`ARGILLA_API_KEY`), or else from
 the embedded server started by `mashbill review serve` for a home folder (its URL from
 server.json, the owner's API key from credentials.json). The API key is kept out of every repr,
 message and log line.
@@ -14,7 +15,6 @@ is the SDK client constructed.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -38,16 +38,14 @@ class Connection:
         return f"{self.url} ({self.source})"
 
 
-def resolve_connection(home: Path | None = None, workspace: str | None = None) -> Connection:
-    url = os.environ.get("ARGILLA_API_URL")
+def resolve_connection(home: Path | None = None, workspace: str | None = None, *, url: str | None = None,
+                       api_key: str | None = None) -> Connection:
     if url:
-        key = os.environ.get("ARGILLA_API_KEY")
-        if not key:
-            raise ReviewError(f"ARGILLA_API_URL is set ({url}) but ARGILLA_API_KEY is not; set both, "
-                              "or unset ARGILLA_API_URL to use the server from `mashbill review serve`")
-        return Connection(url.rstrip("/"), key, workspace or os.environ.get("ARGILLA_WORKSPACE") or local.WORKSPACE,
-                          "ARGILLA_API_URL")
-    home = Path(home or local.default_home()).resolve()
+        if not api_key:
+            raise ReviewError(f"ARGILLA_API_URL is set ({url}) but ARGILLA_API_KEY is not (nor --api-key); set "
+                              "both, or unset ARGILLA_API_URL to use the server from `mashbill review serve`")
+        return Connection(url.rstrip("/"), api_key, workspace or local.WORKSPACE, "ARGILLA_API_URL")
+    home = Path(home or local.DEFAULT_HOME).resolve()
     state = local.running_server(home)
     if state is None:
         raise ReviewError(f"no review server: nothing started from {home} is running and ARGILLA_API_URL is not "

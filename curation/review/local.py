@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mashbill.curation.review.errors import ReviewError, ServerStartError
+from mashbill.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +56,6 @@ START_TIMEOUT_S = 120.0
 _children: dict[int, subprocess.Popen] = {}  # servers this process started: reaped by stop(), never left as zombies
 
 
-def cache_root() -> Path:
-    env = os.environ.get("MASHBILL_CACHE") or os.environ.get("MASHBILL_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "mashbill"
-
-
 def venv_key() -> str:
     ident = json.dumps({"pins": PINS, "python": list(sys.version_info[:2]), "machine": platform.machine(),
                         "system": platform.system()}, sort_keys=True)
@@ -67,19 +63,11 @@ def venv_key() -> str:
 
 
 def venv_path() -> Path:
-    return cache_root() / f"argilla-venv-{venv_key()}"
+    return cache_dir(f"argilla-venv-{venv_key()}")
 
 
 def venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
-
-
-def default_home() -> Path:
-    return Path(os.environ.get("MASHBILL_REVIEW_HOME") or DEFAULT_HOME)
-
-
-def default_port() -> int:
-    return int(os.environ.get("MASHBILL_REVIEW_PORT") or DEFAULT_PORT)
 
 
 def ensure_venv(progress=None) -> Path:
@@ -217,8 +205,8 @@ def running_server(home: Path) -> dict | None:
 def start(home: Path | None = None, port: int | None = None, host: str = "127.0.0.1", progress=None,
           timeout_s: float = START_TIMEOUT_S) -> ServerInfo:
     """Start the embedded server for `home` (or report the one already running) and wait until it answers."""
-    home = Path(home or default_home()).resolve()
-    port = port or default_port()
+    home = Path(home or DEFAULT_HOME).resolve()
+    port = port or DEFAULT_PORT
     home.mkdir(parents=True, exist_ok=True)
     import fcntl
 
@@ -316,7 +304,7 @@ def _zombie(pid: int) -> bool:
 
 def stop(home: Path | None = None) -> int | None:
     """Stop the server that `start` started for this home; returns its pid, or None if none was running."""
-    home = Path(home or default_home()).resolve()
+    home = Path(home or DEFAULT_HOME).resolve()
     state = _read_state(home)
     if state is None:
         return None

@@ -16,8 +16,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import pyarrow as pa
-
 from mashbill.curation.review import layout
 from mashbill.curation.review.client import ArgillaReview
 from mashbill.curation.review.corrections import CorrectionValidator
@@ -131,51 +129,19 @@ def pull(rs: ResolvedSpec, store: Store, client: ArgillaReview) -> PullSummary:
     return summary
 
 
-COLUMNS = ("record_id", "reviewer", "status", "decision", "corrected_output", "correction_valid",
-           "correction_issues", "response_values", "responded_at", "pulled_at", "dataset")
-
-
 def write_decisions(store: Store, rows: list[dict]) -> tuple[int, int]:
     """Insert the rows, replacing each (record, reviewer)'s earlier row; one transaction. (stored, replaced)"""
-    if not rows:
-        return 0, 0
-    table = pa.table({
-        "record_id": pa.array([r["record_id"] for r in rows], pa.string()),
-        "reviewer": pa.array([r["reviewer"] for r in rows], pa.string()),
-        "status": pa.array([r["status"] for r in rows], pa.string()),
-        "decision": pa.array([r["decision"] for r in rows], pa.string()),
-        "corrected_output": pa.array([r["corrected_output"] for r in rows], pa.string()),
-        "correction_valid": pa.array([r["correction_valid"] for r in rows], pa.bool_()),
-        "correction_issues": pa.array([r["correction_issues"] for r in rows], pa.string()),
-        "response_values": pa.array([r["response_values"] for r in rows], pa.string()),
-        "responded_at": pa.array([r["responded_at"] for r in rows], pa.timestamp("us")),
-        "pulled_at": pa.array([r["pulled_at"] for r in rows], pa.timestamp("us")),
-        "dataset": pa.array([r["dataset"] for r in rows], pa.string()),
-    })
-    with store.transaction() as con:
-        con.register("_new", table)
-        replaced = con.execute("SELECT count(*) FROM review_decisions d JOIN _new n "
-                               "ON d.record_id = n.record_id AND d.reviewer = n.reviewer").fetchone()[0]
-        con.execute("DELETE FROM review_decisions USING _new n "
-                    "WHERE review_decisions.record_id = n.record_id AND review_decisions.reviewer = n.reviewer")
-        con.execute(f"INSERT INTO review_decisions ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} FROM _new")
-        con.unregister("_new")
-    return len(rows), replaced
+    return store.write_review_decisions(rows)
 
 
 def disagreements(store: Store, record_ids: list[str]) -> list[dict]:
     """Records whose reviewers' submitted decisions differ, or whose valid corrections differ."""
     if not record_ids:
         return []
-    store.con.register("_ids", pa.table({"record_id": record_ids}))
-    try:
-        rows = store.con.execute(
-            "SELECT record_id, reviewer, decision, corrected_output, correction_valid FROM review_decisions "
-            "JOIN _ids USING (record_id) WHERE status = 'submitted' ORDER BY record_id, reviewer").fetchall()
-    finally:
-        store.con.unregister("_ids")
+    rows = store.review_rows(record_ids=record_ids, submitted=True)
     per: dict[str, list] = defaultdict(list)
-    for rid, reviewer, decision, corrected, valid in rows:
+    for rid, reviewer, decision, corrected, valid in ((r["record_id"], r["reviewer"], r["decision"],
+                                                       r["corrected_output"], r["correction_valid"]) for r in rows):
         per[rid].append((reviewer, decision, json.loads(corrected) if corrected and valid else None))
     out = []
     for rid, entries in per.items():

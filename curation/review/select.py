@@ -57,22 +57,15 @@ def review_items(store: Store, rs: ResolvedSpec) -> list[ReviewItem]:
     """Every record of this spec (by hash) that has teacher output, with its verdicts and teacher."""
     records = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"]
     if not records:
-        other = store.con.execute(
-            "SELECT count(*) FROM records WHERE spec_name = ? AND spec_version = ? AND spec_hash <> ?",
-            [rs.spec.name, rs.spec.version, rs.hash]).fetchone()[0]
+        other = sum(n for h, _, n in store.spec_status_counts(rs.spec.name, rs.spec.version) if h != rs.hash)
         if other:
             raise ReviewError(f"the store {store.root} holds {other} record(s) of {rs.ref} made with a different "
                               f"spec content (hash) than {rs.path} now has; nothing of this version to review")
         return []
     verdicts: dict[str, list[Verdict]] = defaultdict(list)
-    for rid, stage, code, severity, detail in store.con.execute(
-            "SELECT v.record_id, v.stage, v.code, v.severity, v.detail FROM verdicts v "
-            "JOIN records r USING (record_id) WHERE r.spec_hash = ? ORDER BY v.record_id, v.stage, v.code",
-            [rs.hash]).fetchall():
+    for rid, stage, code, severity, detail in store.verdict_rows(rs.hash):
         verdicts[rid].append(Verdict(code, severity, detail or "", stage))
-    teachers = {rid: f"{model}" for rid, model in store.con.execute(
-        "SELECT r.record_id, coalesce(u.model, 'unknown') FROM records r LEFT JOIN runs u USING (run_id) "
-        "WHERE r.spec_hash = ?", [rs.hash]).fetchall()}
+    teachers = store.record_models(rs.hash)
     return [ReviewItem(r, tuple(verdicts[r.id]), confidence(r.meta, verdicts[r.id]), teachers.get(r.id, "unknown"))
             for r in records]
 

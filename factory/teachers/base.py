@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
+from mashbill.factory.records import TeacherCall
 from mashbill.specs import canonical_json
 
 
@@ -22,14 +23,12 @@ class TeacherRequest:
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
-@dataclass
-class Attempt:
-    latency_s: float
-    prompt_tokens: int | None = None
-    cached_tokens: int | None = None
-    completion_tokens: int | None = None
-    finish_reason: str | None = None
-    error: str | None = None
+def attempt(req: TeacherRequest, teacher: "Teacher", latency_s: float, prompt_tokens: int | None = None,
+            cached_tokens: int | None = None, completion_tokens: int | None = None, finish_reason: str | None = None,
+            error: str | None = None, *, n: int = 1) -> TeacherCall:
+    """Attempt `n` at `req`, in the form the store keeps it (one teacher_calls row)."""
+    return TeacherCall(req.record_id, req.payload_hash, n, teacher.backend, teacher.model, latency_s, prompt_tokens,
+                       cached_tokens, completion_tokens, finish_reason, error)
 
 
 @dataclass
@@ -37,7 +36,7 @@ class TeacherResult:
     request: TeacherRequest
     text: str | None  # None only when every attempt failed (then `error` says why)
     finish_reason: str | None
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[TeacherCall] = field(default_factory=list)
     error: str | None = None
 
     @property

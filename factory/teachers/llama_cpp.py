@@ -20,7 +20,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from mashbill.factory.teachers.base import Attempt, TeacherRequest, TeacherResult
+from mashbill.factory.teachers.base import TeacherRequest, TeacherResult, attempt
 from mashbill.factory.teachers.embedded import file_sha256, resolve_model_path
 from mashbill.errors import TeacherError
 
@@ -75,7 +75,7 @@ class LlamaCppTeacher:
         self.spec = teacher_spec
         self.model = teacher_spec.model
         self.path = resolve_model_path(teacher_spec.model)
-        self.grammar_engine = grammar_engine or os.environ.get("MASHBILL_GRAMMAR", "llguidance")
+        self.grammar_engine = grammar_engine or "llguidance"
         self.threads = threads or os.cpu_count() or 1
         try:
             self.llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=teacher_spec.n_ctx, n_threads=self.threads,
@@ -157,7 +157,7 @@ class LlamaCppTeacher:
         except Exception as exc:  # keep the record: a failed call is stored with its error
             latency = time.perf_counter() - start
             msg = f"{type(exc).__name__}: {exc}"
-            return TeacherResult(req, None, None, [Attempt(latency, error=msg)], error=msg)
+            return TeacherResult(req, None, None, [attempt(req, self, latency, error=msg)], error=msg)
         latency = time.perf_counter() - start
         usage = out.get("usage", {})
         choice = out["choices"][0]
@@ -168,8 +168,9 @@ class LlamaCppTeacher:
             n = min(len(before), len(now))
             diff = np.nonzero(before[:n] != now[:n])[0]
             cached = int(diff[0]) if len(diff) else n
-        attempt = Attempt(latency, prompt_tokens, cached, usage.get("completion_tokens"), choice.get("finish_reason"))
-        return TeacherResult(req, choice["message"].get("content") or "", choice.get("finish_reason"), [attempt])
+        call = attempt(req, self, latency, prompt_tokens, cached, usage.get("completion_tokens"),
+                       choice.get("finish_reason"))
+        return TeacherResult(req, choice["message"].get("content") or "", choice.get("finish_reason"), [call])
 
     def generate(self, requests: Iterable[TeacherRequest]) -> Iterator[TeacherResult]:
         for req in requests:

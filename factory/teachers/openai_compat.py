@@ -4,8 +4,8 @@ Ollama, TGI, SGLang.
 - Async (httpx) on a background event loop, with at most `runtime.concurrency` requests in flight.
   `generate` is pipelined: it keeps the window full across the generate loop's batch boundaries.
 - Retries on 429, 5xx, timeouts, dropped connections and unreadable 200s, with exponential backoff
-  and jitter, never sooner than a `Retry-After` header asks. Every attempt is returned as an
-  `Attempt` with its error; other 4xx answers are not retried (the record fails with that error).
+  and jitter, never sooner than a `Retry-After` header asks. Every attempt is returned (as the
+  teacher_calls row it becomes) with its error; other 4xx answers are not retried (the record fails with that error).
 - Structured output: the spec's JSON Schema is sent the way the server expects (`runtime.
   structured_output`): OpenAI's `response_format: json_schema`, llama-cpp-python's
   `response_format: json_object + schema`, vLLM's `structured_outputs` or its older `guided_json`.
@@ -34,7 +34,7 @@ from typing import Iterable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from mashbill.errors import TeacherError
-from mashbill.factory.teachers.base import Attempt, TeacherRequest, TeacherResult
+from mashbill.factory.teachers.base import TeacherRequest, TeacherResult, attempt
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class OpenAITeacher:
 
         httpx = _import_httpx()
         rt = runtime or Runtime()
-        url = base_url or os.environ.get("MASHBILL_TEACHER_URL") or teacher_spec.base_url
+        url = base_url or teacher_spec.base_url  # the CLI's --base-url (or MASHBILL_TEACHER_URL), else the spec's
         if not url:
             raise TeacherError("teacher.backend is 'openai' but no server URL is set: give teacher.base_url in the "
                                "spec, --base-url, or MASHBILL_TEACHER_URL (e.g. http://127.0.0.1:8000/v1)")
@@ -352,8 +352,8 @@ class OpenAITeacher:
     async def _one(self, req: TeacherRequest) -> TeacherResult:
         httpx = self._httpx
         payload = self.payload(list(req.messages), req.schema, req.sampling, self.mode)
-        attempts: list[Attempt] = []
-        for attempt in range(self.max_retries + 1):
+        attempts: list = []
+        for tried in range(self.max_retries + 1):
             start = time.perf_counter()
             retry_after = None
             try:
@@ -371,18 +371,19 @@ class OpenAITeacher:
                         error = f"bad response: {_snippet(str(exc), 120)} (body: {_snippet(r.text, 80)!r})"
                     else:
                         details = usage.get("prompt_tokens_details") or {}
-                        attempts.append(Attempt(latency, usage.get("prompt_tokens"), details.get("cached_tokens"),
-                                                usage.get("completion_tokens"), finish))
+                        attempts.append(attempt(req, self, latency, usage.get("prompt_tokens"),
+                                                details.get("cached_tokens"), usage.get("completion_tokens"), finish,
+                                                n=tried + 1))
                         return TeacherResult(req, text, finish, attempts)
                 else:
                     error = f"HTTP {r.status_code}: {_snippet(r.text, 200)}"
                     if r.status_code in NOT_RETRIED:
-                        attempts.append(Attempt(latency, error=error))
+                        attempts.append(attempt(req, self, latency, error=error, n=tried + 1))
                         return TeacherResult(req, None, None, attempts, error=error)
                     retry_after = retry_after_s(r.headers.get("retry-after"))
-            attempts.append(Attempt(time.perf_counter() - start, error=error))
-            if attempt < self.max_retries:
-                await asyncio.sleep(self._delay(attempt, retry_after))
+            attempts.append(attempt(req, self, time.perf_counter() - start, error=error, n=tried + 1))
+            if tried < self.max_retries:
+                await asyncio.sleep(self._delay(tried, retry_after))
         return TeacherResult(req, None, None, attempts, error=attempts[-1].error)
 
     def generate(self, requests: Iterable[TeacherRequest]) -> Iterator[TeacherResult]:

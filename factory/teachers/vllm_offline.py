@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from mashbill.errors import TeacherError
-from mashbill.factory.teachers.base import Attempt, TeacherRequest, TeacherResult
+from mashbill.factory.teachers.base import TeacherRequest, TeacherResult, attempt
 
 log = logging.getLogger(__name__)
 
@@ -132,14 +132,15 @@ class VLLMTeacher:
                 latency = (time.perf_counter() - start) / len(chunk)
                 msg = f"{type(exc).__name__}: {exc}"
                 for r in chunk:
-                    yield TeacherResult(r, None, None, [Attempt(latency, error=msg)], error=msg)
+                    yield TeacherResult(r, None, None, [attempt(r, self, latency, error=msg)], error=msg)
                 continue
             latency = (time.perf_counter() - start) / len(chunk)  # amortised: the chunk runs as one batch
             for req, out in zip(chunk, outputs):
                 completion = out.outputs[0]
-                attempt = Attempt(latency, len(out.prompt_token_ids or ()), getattr(out, "num_cached_tokens", None),
-                                  len(completion.token_ids or ()), completion.finish_reason)
-                yield TeacherResult(req, completion.text, completion.finish_reason, [attempt])
+                call = attempt(req, self, latency, len(out.prompt_token_ids or ()),
+                               getattr(out, "num_cached_tokens", None), len(completion.token_ids or ()),
+                               completion.finish_reason)
+                yield TeacherResult(req, completion.text, completion.finish_reason, [call])
 
     def close(self) -> None:
         self.llm = None

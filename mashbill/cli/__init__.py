@@ -1,7 +1,7 @@
 """The `mashbill` command line: one entry point, one module per subcommand, loaded lazily.
 
 Domain errors (MashbillError) and a damaged store become one line on stderr and exit code 2; tracebacks
-are for bugs.
+are for bugs. The convention every command follows is in mashbill/cli/_common.py and in EPILOG below.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import sys
 import click
 
 from mashbill import __version__
+from mashbill.cli._common import EXIT_BAD_INPUT
 from mashbill.errors import MashbillError
 
 # subcommand name -> module under mashbill.cli that defines `command` (a click command or group)
@@ -52,7 +53,7 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except MashbillError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            sys.exit(EXIT_BAD_INPUT)
         except Exception as exc:
             if type(exc).__module__.lstrip("_") == "duckdb":  # a damaged store found mid-command
                 from mashbill.factory.store import storage_failure
@@ -60,11 +61,30 @@ class LazyGroup(click.Group):
                 line = storage_failure(exc)
                 if line:
                     click.echo(f"error: {line}", err=True)
-                    sys.exit(2)
+                    sys.exit(EXIT_BAD_INPUT)
             raise
 
 
-@click.group(cls=LazyGroup)
+EPILOG = """\b
+Exit codes (every command):
+  0  ok
+  1  findings: rejected records, an altered snapshot or tag, a failed check or training stage
+  2  bad input: a bad argument, spec, file or store (one line on stderr, naming file, line and field)
+  3  guard stop: a guard stopped a generate run (gold probes, accept rate, circuit breaker)
+\b
+Environment (each but MASHBILL_CACHE is read through an option; a command's --help names it):
+  MASHBILL_STORE        --store of every command that reads or writes a store [./mashbill-data]
+  MASHBILL_CACHE        where built things are cached: wheels, vocab, models, encoders [~/.cache/mashbill]
+  MASHBILL_TEACHER_URL  generate/judge --base-url (an OpenAI-compatible server)
+  MASHBILL_GRAMMAR      generate --grammar (llguidance or gbnf)
+  MASHBILL_REVIEW_HOME  review --home;  MASHBILL_REVIEW_PORT  review serve/push --port
+  ARGILLA_API_URL, ARGILLA_API_KEY, ARGILLA_WORKSPACE  review --api-url, --api-key, --workspace
+\b
+Output: commands that print results take --json (one JSON document on stdout); --out is always the path
+of what the command writes."""
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG)
 @click.version_option(__version__, prog_name="mashbill")
 def main() -> None:
     """Mashbill: versioned specs in, validated and versioned datasets out.

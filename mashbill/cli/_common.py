@@ -1,8 +1,15 @@
-"""Shared CLI helpers: store option, progress display and the run summary table."""
+"""Shared CLI helpers: the one CLI convention (store option, --json, exit codes), progress display and the run
+summary table.
+
+The convention (models: simonw's llm and sqlite-utils): every command that reads or writes a store takes
+`--store` (env MASHBILL_STORE, default ./mashbill-data); environment variables are read only through click's
+`envvar=` and shown in `--help`; every command that prints results takes `--json`; `--out` is always the path of
+what the command writes; exit codes are the four below.
+"""
 
 from __future__ import annotations
 
-import os
+import json
 import signal
 from pathlib import Path
 
@@ -12,15 +19,45 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 DEFAULT_STORE = "./mashbill-data"
+STORE_ENV = "MASHBILL_STORE"
+
+# exit codes, the same for every command (listed in `mashbill --help`)
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # the command ran and found something: rejects, an altered file, a failed check or stage
+EXIT_BAD_INPUT = 2  # refused: bad input, a bad spec or store, a failed preflight (one line on stderr)
+EXIT_GUARD_STOP = 3  # a guard stopped a run (gold probes, accept rate, circuit breaker)
 
 console = Console(stderr=True)
 out = Console(soft_wrap=True)  # paths and ids printed whole, never folded at 80 columns in a pipe
 
 
-def store_option(f):
-    return click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path),
-                        default=lambda: os.environ.get("MASHBILL_STORE", DEFAULT_STORE), show_default=DEFAULT_STORE,
-                        help="Store folder (a DuckDB file plus Parquet exports). Env: MASHBILL_STORE.")(f)
+def store_option(f=None, *, default: str | None = DEFAULT_STORE, help: str | None = None):
+    """`--store` (env MASHBILL_STORE): `@store_option`, or `@store_option(default=None, help=...)` for a command
+    whose store otherwise comes from elsewhere (a training config, a run's lineage)."""
+    def deco(f):
+        return click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path),
+                            envvar=STORE_ENV, show_envvar=True, default=default, show_default=default is not None,
+                            help=help or "Store folder (a DuckDB file plus Parquet exports).")(f)
+    return deco(f) if f is not None else deco
+
+
+def json_option(f=None, *, help: str = "Print the result as JSON on stdout (nothing else goes to stdout)."):
+    """`--json` (parameter `as_json`), for every command that prints results."""
+    def deco(f):
+        return click.option("--json", "as_json", is_flag=True, help=help)(f)
+    return deco(f) if f is not None else deco
+
+
+def base_url_option(f):
+    """`--base-url` (env MASHBILL_TEACHER_URL): an OpenAI-compatible server, overriding the spec's teacher.base_url."""
+    return click.option("--base-url", envvar="MASHBILL_TEACHER_URL", show_envvar=True,
+                        help="OpenAI-compatible server URL, overriding teacher.base_url (not part of the spec "
+                             "hash).")(f)
+
+
+def echo_json(data) -> None:
+    """One JSON document on stdout, plain (no colour, no folding), for `--json`."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def sigterm_as_interrupt(deferred: bool = False):

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from mashbill.cli._common import echo_json, json_option
 from mashbill.errors import MashbillError
 
 
 @click.command("codes")
 @click.argument("prefix", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the codes as a JSON list.")
+@json_option(help="Print the codes as a JSON list.")
 @click.option("--markdown", is_flag=True, help="Print the README's markdown table.")
 @click.option("--update-readme", type=click.Path(dir_okay=False, exists=True),
               help="Rewrite the code table between the markers of this README file.")
@@ -41,7 +41,7 @@ def command(prefix, as_json, markdown, update_readme):
     if prefix and not codes:
         raise MashbillError(f"no code starts with {prefix!r}")
     if as_json:
-        click.echo(json.dumps([c.__dict__ for c in codes], indent=2, ensure_ascii=False))
+        echo_json([c.__dict__ for c in codes])
     elif markdown:
         click.echo(markdown_table())
     else:

@@ -5,19 +5,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from mashbill.cli._common import out
+from mashbill.cli._common import echo_json, json_option, out, store_option
 
 
 def _common(f):
-    f = click.option("--json", "as_json", is_flag=True, help="Print the export manifest as JSON.")(f)
-    f = click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="Store whose snapshots/ holds the run's snapshot (default: the snapshot folder the "
-                          "run's lineage records).")(f)
+    f = json_option(help="Print the export manifest as JSON.")(f)
+    f = store_option(default=None, help="Store whose snapshots/ holds the run's snapshot [default: the snapshot "
+                                        "folder the run's lineage records].")(f)
     f = click.option("--snapshot", "snapshot", default=None,
                      help="The run's snapshot: a folder or NAME@VERSION (default: the one in lineage.json).")(f)
     f = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -41,7 +39,7 @@ def command():
 
 def _report(path: Path, m: dict, as_json: bool) -> None:
     if as_json:
-        out.print_json(json.dumps(m))
+        echo_json(m)
         return
     out.print(f"[bold]{path}[/bold]  ({m['kind']}, run {m['run']['run_id']}, snapshot {m['snapshot']['ref']} "
               f"{m['snapshot']['snapshot_id'][:12]})")

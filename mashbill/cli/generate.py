@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mashbill.cli._common import RunProgress, console, out, print_summary, sigterm_as_interrupt, store_option
+from mashbill.cli._common import (EXIT_GUARD_STOP, RunProgress, base_url_option, console, echo_json, json_option,
+                                  out, print_summary, sigterm_as_interrupt, store_option)
 from mashbill.errors import MashbillError
 
 
@@ -153,15 +153,15 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N inputs (after sharding).")
 @click.option("--shard", help="Deterministic slice by record id: i/n, e.g. 0/4.")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads for the embedded teacher.")
-@click.option("--grammar", type=click.Choice(["llguidance", "gbnf"]), help="Constrained-decoding engine (llama.cpp).")
-@click.option("--base-url", help="OpenAI-compatible server URL, overriding teacher.base_url (not part of the spec "
-                                 "hash). Env: MASHBILL_TEACHER_URL.")
+@click.option("--grammar", type=click.Choice(["llguidance", "gbnf"]), envvar="MASHBILL_GRAMMAR", show_envvar=True,
+              help="Constrained-decoding engine (llama.cpp) [default: llguidance].")
+@base_url_option
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight (openai backend); "
                                                                 "overrides runtime.concurrency.")
 @click.option("--allow-unlocked", is_flag=True, help="Generate from a spec that does not match specs.lock (a draft); "
                                                     "recorded on the run.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (for logs).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@json_option(help="Print the run summary as JSON (one document per run; a list for an outcome spec's models).")
 def command(spec, store_path, limit, shard, threads, grammar, base_url, concurrency, allow_unlocked, no_progress,
             as_json):
     """Generate records for SPEC (a name, name@version or path) into the store.
@@ -188,14 +188,15 @@ def command(spec, store_path, limit, shard, threads, grammar, base_url, concurre
                                on_start=arm)
     except KeyboardInterrupt:
         raise MashbillError("interrupted; the batches already stored are kept, re-run the same command to resume")
-    for summary in (summary if isinstance(summary, list) else [summary]):
-        if as_json:
-            out.print_json(json.dumps(summary.as_dict()))
-        else:
+    summaries = summary if isinstance(summary, list) else [summary]
+    if as_json:
+        echo_json([s.as_dict() for s in summaries] if isinstance(summary, list) else summary.as_dict())
+    for summary in summaries:
+        if not as_json:
             print_summary(summary)
             print_accounting(summary)
         if summary.status == "aborted_preflight":
             raise MashbillError(summary.stop_reason or "preflight failed")
         if summary.status == "aborted":
             click.echo(f"stopped: {summary.stop_reason}", err=True)
-            sys.exit(3)
+            sys.exit(EXIT_GUARD_STOP)

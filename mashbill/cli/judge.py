@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from mashbill.cli._common import out, print_summary, sigterm_as_interrupt, store_option
+from mashbill.cli._common import (base_url_option, echo_json, json_option, out, print_summary, sigterm_as_interrupt,
+                                  store_option)
 from mashbill.errors import MashbillError
 
 
@@ -16,9 +15,10 @@ from mashbill.errors import MashbillError
 @click.option("--pairs", is_flag=True, help="Rank pairs of samples of one query (both orders) instead of scoring.")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N records (or queries with --pairs).")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads for an embedded judge.")
+@base_url_option
 @click.option("--no-progress", is_flag=True, help="No progress bar (for logs).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(spec, store_path, pairs, limit, threads, no_progress, as_json):
+@json_option(help="Print the summary as JSON.")
+def command(spec, store_path, pairs, limit, threads, base_url, no_progress, as_json):
     """Judge SPEC's accepted records with the teacher named in its `judge:` section.
 
     Every judgment is stored (kind judge / judge_pair, views judge_scores and judge_pairs) with the
@@ -44,6 +44,8 @@ def command(spec, store_path, pairs, limit, threads, no_progress, as_json):
     with Store.open(store_path) as store:
         kwargs = {"threads": threads or rs.spec.runtime.threads} if judge.teacher.backend == "llama_cpp" else \
             {"runtime": rs.spec.runtime}
+        if base_url and judge.teacher.backend == "openai":
+            kwargs["base_url"] = base_url
         teacher = make_teacher(judge.teacher, **kwargs)
         try:
             with LiveProgress(f"{rs.ref} judge", enabled=not no_progress and not as_json) as bar:
@@ -54,7 +56,7 @@ def command(spec, store_path, pairs, limit, threads, no_progress, as_json):
         finally:
             teacher.close()
     if as_json:
-        out.print_json(json.dumps(summary.as_dict()))
+        echo_json(summary.as_dict())
     else:
         print_summary(summary)
         for code, n in summary.findings.items():

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from mashbill.cli._common import console, out
+from mashbill.cli._common import console, echo_json, json_option, out
 
 _DIR = click.Path(file_okay=False, path_type=Path)
 
@@ -17,7 +16,7 @@ _DIR = click.Path(file_okay=False, path_type=Path)
 @click.argument("out_store", type=_DIR)
 @click.argument("shard_stores", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--require-complete", is_flag=True, help="Fail when a shard i/n of a spec is missing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the merge report as JSON.")
+@json_option(help="Print the merge report as JSON.")
 def command(out_store, shard_stores, require_complete, as_json):
     """Merge SHARD_STOREs (from `mashbill generate --shard i/n --store ...`) into OUT_STORE.
 
@@ -37,7 +36,7 @@ def command(out_store, shard_stores, require_complete, as_json):
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}")
     if as_json:
-        out.print_json(json.dumps(report.as_dict()))
+        echo_json(report.as_dict())
         return
     table = Table(title=f"merged into {report.out}")
     for col in ("shard store", "shard", "records", "inserted", "identical", "replaced"):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mashbill.cli._common import echo_json, json_option
 from mashbill.errors import MashbillError
 
 
@@ -39,7 +40,8 @@ def read_inputs(arg: str) -> list[str]:
 @click.argument("artifact", type=click.Path(path_type=Path))
 @click.argument("inputs")
 @click.option("--threads", default=1, show_default=True)
-def command(artifact, inputs, threads):
+@json_option(help="Print one JSON list of the answers instead of one JSON line per input.")
+def command(artifact, inputs, threads, as_json):
     """Run ARTIFACT (a .onnx or .gguf file, or an export folder) on INPUTS (a text, or a .txt/.jsonl file).
 
     ONNX classifiers print the label(s) and logits; GGUF planners print the schema-constrained JSON answer.
@@ -55,7 +57,11 @@ def command(artifact, inputs, threads):
     texts = read_inputs(inputs)
     pred = load_predictor(primary_artifact(artifact), threads=threads)
     try:
-        for row in pred.predict(texts):
+        rows = pred.predict(texts)
+        if as_json:
+            echo_json(list(rows))
+            return
+        for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False))
     finally:
         if hasattr(pred, "close"):

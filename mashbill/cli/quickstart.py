@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import out, print_summary, sigterm_as_interrupt, store_option
+from mashbill.cli._common import echo_json, json_option, out, print_summary, sigterm_as_interrupt, store_option
 from mashbill.errors import MashbillError
 
 QUICKSTART_SPECS = ("quickstart-complexity", "quickstart-plan")
@@ -16,7 +16,8 @@ QUICKSTART_SPECS = ("quickstart-complexity", "quickstart-plan")
 @store_option
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads for the teacher (default: all cores).")
 @click.option("--no-progress", is_flag=True)
-def command(store_path, threads, no_progress):
+@json_option(help='Print {"store", "runs", "validated", "snapshots", "report", "records"} as JSON.')
+def command(store_path, threads, no_progress, as_json):
     """Generate the quick-start specs (English and German; complexity labels and plans) with the
     embedded SmolLM2-135M teacher into a store in the working directory, validate them, freeze a
     snapshot of each (and a preference snapshot of rule-derived DPO pairs from the plans), then print
@@ -34,30 +35,37 @@ def command(store_path, threads, no_progress):
     summaries = []
     try:
         for path in specs:
-            summaries.append(run_generate(str(path), store_path, progress=not no_progress, threads=threads,
-                                          args={"quickstart": True}))
+            summaries.append(run_generate(str(path), store_path, progress=not no_progress and not as_json,
+                                          threads=threads, args={"quickstart": True}))
     except KeyboardInterrupt:
         raise MashbillError("interrupted; re-run `mashbill quickstart` to resume where it stopped")
-    for s in summaries:
-        print_summary(s)
-    _validate(specs, store_path)
+    say = (lambda *a, **k: None) if as_json else out.print
+    if not as_json:
+        for s in summaries:
+            print_summary(s)
+    validated = _validate(specs, store_path, say)
     from mashbill.curation.pipeline import freeze_and_report
 
     # DPO pairs from the plans just made: rule-derived minimal edits, no further teacher calls
     preference = LIBRARY / "preference" / "quickstart-preference@1.yaml"
     frozen = freeze_and_report(store_path, [str(p) for p in specs] + [str(preference)])
     for line in frozen.summary:
-        out.print(line)
+        say(line)
     for ref, why in frozen.skipped.items():
-        out.print(f"skipped {ref}: {why}")
+        say(f"skipped {ref}: {why}")
     store = store_path.resolve()
-    out.print(f"\n[bold]Store:[/bold] {store}")
+    say(f"\n[bold]Store:[/bold] {store}")
     from mashbill.factory.store import Store
 
     with Store.open(store_path, read_only=True) as st:
-        counts = {r["status"]: r["n"] for r in st.sql(
-            "SELECT status, count(*) AS n FROM records WHERE spec_hash IN (SELECT unnest(?)) GROUP BY 1",
-            [[s.spec_hash for s in summaries]]).to_pylist()}
+        counts = st.status_counts([s.spec_hash for s in summaries]) if summaries else {}
+    if as_json:
+        echo_json({"store": str(store), "runs": [s.as_dict() for s in summaries], "validated": validated,
+                   "snapshots": [{"ref": s.manifest["ref"], "path": str(Path(s.path).resolve())}
+                                 for s in frozen.snapshots],
+                   "skipped": frozen.skipped, "report": str(Path(frozen.report).resolve()) if frozen.report else None,
+                   "records": counts})
+        return
     out.print(f"  records: {sum(counts.values())} over {len(summaries)} spec(s); accepted {counts.get('accepted', 0)}, "
               f"rejected {counts.get('rejected', 0)}, failed {counts.get('failed', 0)}")
     if frozen.report:
@@ -68,22 +76,27 @@ def command(store_path, threads, no_progress):
               'ORDER BY ALL"')
 
 
-def _validate(specs, store_path) -> None:
-    """Validate what was generated (rules, token spans, dedup, PII, expectations); snapshots need it."""
+def _validate(specs, store_path, say) -> dict:
+    """Validate what was generated (rules, token spans, dedup, PII, expectations); snapshots need it. Returns
+    {spec: {"records", "rejects": {code: n}}} (or {"error"})."""
     from mashbill.factory.store import Store
     from mashbill.specs import load_spec
     from mashbill.validators.errors import ValidationInputError
     from mashbill.validators.run import spec_options, validate_spec_records
 
+    found = {}
     with Store.open(store_path) as store:
         for path in specs:
             rs = load_spec(path)
             try:
                 report = validate_spec_records(rs, store, spec_options(rs))
             except ValidationInputError as exc:
-                out.print(f"validate {rs.ref}: {exc}")
+                say(f"validate {rs.ref}: {exc}")
+                found[rs.ref] = {"error": str(exc)}
                 continue
             d = report.to_dict()
             rejects = {c: n for c, n in d["counts"].items() if d["severity"].get(c) == "reject"}
-            out.print(f"validated {d['records']} accepted record(s) of {rs.ref}: "
-                      + (", ".join(f"{c} {n}" for c, n in sorted(rejects.items())) or "no rejects"))
+            found[rs.ref] = {"records": d["records"], "rejects": rejects}
+            say(f"validated {d['records']} accepted record(s) of {rs.ref}: "
+                + (", ".join(f"{c} {n}" for c, n in sorted(rejects.items())) or "no rejects"))
+    return found

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, echo_json, json_option
 
 def _root(f):
     return click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path),
@@ -34,7 +33,7 @@ def command():
 @click.option("--guards", "guards", required=True, type=click.Path(path_type=Path),
               help="YAML with 'heldout' and 'guards' lists of {id, text, expect}.")
 @click.option("--threads", default=1, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
+@json_option(help="Print the release record as JSON.")
 @_root
 def check(candidates, incumbent, guards, threads, as_json, root):
     """Veto any CANDIDATE that fails a guard the incumbent passes; rank the rest (and the incumbent) by held-out
@@ -46,7 +45,7 @@ def check(candidates, incumbent, guards, threads, as_json, root):
     path, rec = do_check(list(candidates), incumbent, guards, root=root, threads=threads)
     d = rec["decision"]
     if as_json:
-        click.echo(json.dumps(rec, indent=2))
+        echo_json(rec)
     else:
         for v in d["vetoed"]:
             click.echo(f"vetoed: {v['artifact']} fails guard(s) the incumbent passes: {', '.join(v['guards_lost'])}")
@@ -56,7 +55,7 @@ def check(candidates, incumbent, guards, threads, as_json, root):
         click.echo(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"]
                   + (" (tie within 0.5 points, broken by overall accuracy)" if d["tie_break"] else ""))
         click.echo(f"release record: {path}")
-    sys.exit(0 if d["promote"] else 1)
+    sys.exit(EXIT_OK if d["promote"] else EXIT_FINDINGS)
 
 
 @command.command()
@@ -64,24 +63,35 @@ def check(candidates, incumbent, guards, threads, as_json, root):
 @click.argument("artifact", type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="Move an existing tag.")
 @_root
-def tag(name, artifact, force, root):
+@json_option(help="Print the tag record as JSON.")
+def tag(name, artifact, force, root, as_json):
     """Record NAME -> ARTIFACT (a file, or an export folder's primary artifact) with its sha256."""
     from mashbill.exporters.release import tag as do_tag
 
     rec = do_tag(name, artifact, root=root, force=force)
+    if as_json:
+        echo_json(rec)
+        return
     click.echo(f"{name} -> {rec['artifact']}  sha256 {rec['sha256']}")
 
 
 @command.command()
 @click.argument("name")
 @_root
-def verify(name, root):
+@json_option(help='Print the tag record as JSON, with "verified": true or false (and "error").')
+def verify(name, root, as_json):
     """Re-hash the file under tag NAME (and its export's other files); exit 1 naming the file that changed."""
     from mashbill.exporters.release import TamperedError, verify_tag
 
     try:
         rec = verify_tag(name, root=root)
     except TamperedError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        if as_json:
+            echo_json({"tag": name, "verified": False, "error": str(exc)})
+        else:
+            click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    if as_json:
+        echo_json({**rec, "verified": True})
+        return
     click.echo(f"{name}: {rec['artifact']} matches sha256 {rec['sha256']}")

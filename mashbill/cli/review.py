@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from mashbill.cli._common import console, store_option
+from mashbill.cli._common import console, echo_json, json_option, store_option
 
 home_option = click.option(
-    "--home", type=click.Path(file_okay=False, path_type=Path), default=None,
-    help="State folder of the embedded server (database, credentials, log). "
-         "Env: MASHBILL_REVIEW_HOME. Default: ./mashbill-data/review-server.")
-workspace_option = click.option("--workspace", default=None,
-                                help="Argilla workspace. Env: ARGILLA_WORKSPACE. Default: mashbill.")
+    "--home", type=click.Path(file_okay=False, path_type=Path), default=None, envvar="MASHBILL_REVIEW_HOME",
+    show_envvar=True, help="State folder of the embedded server (database, credentials, log) "
+                           "[default: ./mashbill-data/review-server].")
+port_option = click.option("--port", type=int, default=None, envvar="MASHBILL_REVIEW_PORT", show_envvar=True,
+                           help="Port of the embedded server to start [default: 6900].")
+workspace_option = click.option("--workspace", default=None, envvar="ARGILLA_WORKSPACE", show_envvar=True,
+                                help="Argilla workspace [default: mashbill].")
+
+
+def server_options(f):
+    """Another Argilla deployment (else the embedded server started from --home)."""
+    f = click.option("--api-key", envvar="ARGILLA_API_KEY", show_envvar=True, default=None,
+                     help="Its API key (an owner or admin key; prefer the variable: never printed).")(f)
+    return click.option("--api-url", envvar="ARGILLA_API_URL", show_envvar=True, default=None,
+                        help="Another Argilla deployment's URL (push/pull talk to it, not the embedded server).")(f)
 
 
 @click.group()
@@ -28,17 +37,19 @@ def command() -> None:
       mashbill review pull plan-moe
       mashbill review stop
     \b
-    Another Argilla deployment: set ARGILLA_API_URL and ARGILLA_API_KEY (an owner or admin key)
-    and push/pull talk to it instead.
+    Another Argilla deployment: set ARGILLA_API_URL and ARGILLA_API_KEY (an owner or admin key;
+    or --api-url/--api-key) and push/pull talk to it instead.
     """
 
 
 @command.command()
-@click.option("--port", type=int, default=None, help="Env: MASHBILL_REVIEW_PORT. Default: 6900.")
+@port_option
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--build-only", is_flag=True, help="Only build (or find) the server's virtual environment; start nothing.")
 @home_option
-def serve(port, host, build_only, home):
+@json_option(help='Print {"url", "pid", "home", "log", "credentials", "already_running"} (with --build-only '
+                  '{"venv"}) as JSON.')
+def serve(port, host, build_only, home, as_json):
     """Start the embedded Argilla server in the background (SQLite, no Docker, no Elasticsearch).
 
     The first start builds the server's own virtual environment (about a minute, cached in
@@ -51,9 +62,17 @@ def serve(port, host, build_only, home):
     from mashbill.curation.review import local
 
     if build_only:
-        click.echo(f"argilla-server environment: {local.ensure_venv(lambda msg: console.print(f'[dim]{msg}[/dim]'))}")
+        venv = local.ensure_venv(lambda msg: console.print(f'[dim]{msg}[/dim]'))
+        if as_json:
+            echo_json({"venv": str(venv)})
+        else:
+            click.echo(f"argilla-server environment: {venv}")
         return
     info = local.start(home, port=port, host=host, progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
+    if as_json:
+        echo_json({"url": info.url, "pid": info.pid, "home": str(info.home), "log": str(info.log),
+                   "credentials": str(info.credentials), "already_running": info.already_running})
+        return
     creds = local.read_credentials(info.home)
     state = "already running" if info.already_running else "started"
     click.echo(f"argilla-server {state}: {info.url}  (pid {info.pid})")
@@ -65,46 +84,50 @@ def serve(port, host, build_only, home):
 
 @command.command()
 @home_option
-def stop(home):
+@json_option(help='Print {"stopped": PID or null, "home"} as JSON.')
+def stop(home, as_json):
     """Stop the server that `review serve` started (only that process, found by its pid file)."""
     from mashbill.curation.review import local
 
     pid = local.stop(home)
+    if as_json:
+        echo_json({"stopped": pid, "home": str(Path(home or local.DEFAULT_HOME).resolve())})
+        return
     if pid is None:
-        click.echo(f"no running server started from {Path(home or local.default_home()).resolve()}")
+        click.echo(f"no running server started from {Path(home or local.DEFAULT_HOME).resolve()}")
     else:
         click.echo(f"stopped argilla-server (pid {pid})")
 
 
 @command.command()
 @home_option
-def status(home):
+@server_options
+@json_option(help='Print {"api_url", "embedded"} as JSON (embedded: null when not running).')
+def status(home, api_url, api_key, as_json):
     """Show where push/pull would go and whether the embedded server is running."""
-    import os
-
     from mashbill.curation.review import local
 
-    if os.environ.get("ARGILLA_API_URL"):
-        click.echo(f"ARGILLA_API_URL: {os.environ['ARGILLA_API_URL']} (push/pull use it)")
-    state = local.running_server(Path(home or local.default_home()).resolve())
+    state = local.running_server(Path(home or local.DEFAULT_HOME).resolve())
+    if as_json:
+        echo_json({"api_url": api_url or None, "embedded": state})
+        return
+    if api_url:
+        click.echo(f"ARGILLA_API_URL: {api_url} (push/pull use it)")
     if state is None:
         click.echo("embedded server: not running")
     else:
         click.echo(f"embedded server: {state['url']} (pid {state['pid']}, home {state['home']})")
 
 
-def _connect(home, workspace, serve: bool = False):
-    import os
-
+def _connect(home, workspace, api_url, api_key, serve: bool = False, port: int | None = None):
     from mashbill.curation.review import local
     from mashbill.curation.review.client import ArgillaReview, resolve_connection
 
-    if serve and not os.environ.get("ARGILLA_API_URL") and local.running_server(
-            Path(home or local.default_home()).resolve()) is None:
-        info = local.start(home, progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
+    if serve and not api_url and local.running_server(Path(home or local.DEFAULT_HOME).resolve()) is None:
+        info = local.start(home, port=port, progress=lambda msg: console.print(f"[dim]{msg}[/dim]"))
         click.echo(f"argilla-server started: {info.url} (credentials: {info.credentials}; stop with "
                    f"`mashbill review stop{'' if home is None else f' --home {home}'}`)")
-    return ArgillaReview.connect(resolve_connection(home, workspace))
+    return ArgillaReview.connect(resolve_connection(home, workspace, url=api_url, api_key=api_key))
 
 
 @command.command()
@@ -115,10 +138,13 @@ def _connect(home, workspace, serve: bool = False):
               help="Reviewers per record before Argilla counts it complete (for a new dataset).")
 @click.option("--serve", is_flag=True,
               help="Start the embedded server first when none is running (and ARGILLA_API_URL is not set).")
+@port_option
 @store_option
 @home_option
 @workspace_option
-def push(spec, selection, min_submitted, serve, store_path, home, workspace):
+@server_options
+@json_option(help="Print the push summary as JSON.")
+def push(spec, selection, min_submitted, serve, port, store_path, home, workspace, api_url, api_key, as_json):
     """Send SPEC's stored records to its Argilla dataset (NAME@VERSION) for review.
 
     Records are upserted by their Mashbill id, so pushing again adds nothing twice and an
@@ -136,10 +162,13 @@ def push(spec, selection, min_submitted, serve, store_path, home, workspace):
 
     rs = load_spec(find_spec(spec))
     mode, arg = parse_selection(selection)
-    client = _connect(home, workspace, serve=serve)
+    client = _connect(home, workspace, api_url, api_key, serve=serve, port=port)
     with Store.open(store_path, read_only=True) as store:
         summary = do_push(rs, store, client, selection=mode, arg=arg, min_submitted=min_submitted,
                           on_batch=lambda done, total: console.print(f"[dim]pushed {done}/{total}[/dim]"))
+    if as_json:
+        echo_json(summary.as_dict())
+        return
     if not summary.selected:
         click.echo(f"nothing to push: {summary.candidates} record(s) of {rs.spec.ref} in {store_path}, none selected "
                    f"by --select {selection}")
@@ -156,8 +185,9 @@ def push(spec, selection, min_submitted, serve, store_path, home, workspace):
 @store_option
 @home_option
 @workspace_option
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def pull(spec, store_path, home, workspace, as_json):
+@server_options
+@json_option(help="Print the pull summary as JSON.")
+def pull(spec, store_path, home, workspace, api_url, api_key, as_json):
     """Store every reviewer response of SPEC's dataset as decisions (table review_decisions).
 
     Corrections are re-validated (JSON, output schema, routing rules); invalid ones are stored
@@ -172,11 +202,11 @@ def pull(spec, store_path, home, workspace, as_json):
     from mashbill.specs import find_spec, load_spec
 
     rs = load_spec(find_spec(spec))
-    client = _connect(home, workspace)
+    client = _connect(home, workspace, api_url, api_key)
     with Store.open(store_path, create=False) as store:
         summary = do_pull(rs, store, client)
     if as_json:
-        click.echo(json.dumps(summary.as_dict(), default=str, indent=2))
+        echo_json(summary.as_dict())
         return
     click.echo(f"pulled {summary.responses} response(s) from '{summary.dataset}' on {summary.url}: stored "
                f"{summary.stored} ({summary.replaced} replaced earlier pulls); "

@@ -6,12 +6,11 @@ Each dataset is made, validated and frozen into a snapshot by one command, from 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from mashbill.cli._common import console, out, store_option
+from mashbill.cli._common import console, echo_json, json_option, out, store_option
 
 
 def encoder_option(f):
@@ -23,9 +22,9 @@ def encoder_option(f):
 def snapshot_options(f):
     f = click.option("--name", help="Snapshot name (default: the recipe's name).")(f)
     f = click.option("--version", "version", required=True, help="Snapshot version; a name@version is written once.")(f)
-    f = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-                     help="Snapshots folder (default: STORE/snapshots).")(f)
-    return click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")(f)
+    f = click.option("--dir", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Snapshots folder to write into (default: STORE/snapshots).")(f)
+    return json_option(help="Print the manifest as JSON.")(f)
 
 
 def _recipe(name: str, dataset: str):
@@ -54,7 +53,7 @@ def _problems(items: list[dict], limit: int = 5) -> None:
 def _report(res, as_json: bool) -> None:
     m = res.manifest
     if as_json:
-        out.print_json(json.dumps(m))
+        echo_json(m)
         return
     c = m["splits"]["counts"]
     out.print(f"[bold]{m['ref']}[/bold]  id {m['snapshot_id'][:16]}  ({m['kind']})  {res.path}")
@@ -89,7 +88,7 @@ def command():
 @click.option("--model", "models", multiple=True, help="Known models; rows for others are left out (OUT002).")
 @click.option("--pass-mark", type=click.FloatRange(0, 1), default=0.8, show_default=True,
               help="Judge score (scaled to 0..1) at or above which an answer counts correct.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option(help="Print one import result per source as a JSON list.")
 def import_cmd(paths, store_path, models, pass_mark, as_json):
     """Import RouteLLM-style outcome tables (CSV/JSONL/Parquet files or folders) into the store.
 
@@ -103,7 +102,7 @@ def import_cmd(paths, store_path, models, pass_mark, as_json):
     with Store.open(store_path) as store:
         results = import_outcomes(store, paths, models=models or None, pass_mark=pass_mark)
     if as_json:
-        out.print_json(json.dumps([r.as_dict() for r in results]))
+        echo_json([r.as_dict() for r in results])
         return
     for r in results:
         left = sum(r.counts().values())
@@ -226,15 +225,20 @@ def triplets(recipe, store_path, name, version, out_dir, as_json, encoder_path):
 @command.command()
 @store_option
 @encoder_option
-def embed(store_path, encoder_path):
+@json_option(help='Print {"queries", "cached", "computed", "encoder", "revision", "dims", "problems"} as JSON.')
+def embed(store_path, encoder_path, as_json):
     """Embed every stored query once into the cache (STORE/embeddings/<encoder revision>/)."""
     from mashbill.factory.embeddings import EmbeddingCache, Encoder
     from mashbill.factory.store import Store
 
     enc = Encoder.load(encoder_path)
     with Store.open(store_path, read_only=True) as store:
-        texts = dict(store.con.execute("SELECT query_id, text FROM router_queries ORDER BY query_id").fetchall())
+        texts = store.router_texts()
     got = EmbeddingCache(Path(store_path) / "embeddings").get(enc, texts)
+    if as_json:
+        echo_json({"queries": len(texts), "cached": got.hits, "computed": got.computed, "encoder": enc.name,
+                   "revision": enc.revision, "dims": enc.dims, "problems": [str(p) for p in got.problems]})
+        return
     out.print(f"{len(texts)} queries: {got.hits} cached, {got.computed} computed ({enc.name} rev {enc.revision}, "
               f"{enc.dims} dims)")
     for p in got.problems:

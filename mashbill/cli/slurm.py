@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import out
+from mashbill.cli._common import echo_json, json_option, out, store_option
 from mashbill.errors import MashbillError
 
 
@@ -41,8 +41,9 @@ def command():
 @click.option("--mashbill", "mashbill_cmd", help="The mashbill executable on the nodes [default: this one].")
 @click.option("--vllm-arg", "vllm_args", multiple=True,
               help="An extra `vllm serve` argument (repeatable), e.g. --vllm-arg=--enable-prompt-tokens-details.")
+@json_option(help='Print {"written": [files], "stores", "merged", "tp", "submit"} as JSON.')
 def generate(spec, nodes, out_dir, store_root, account, partition, merge_partition, time_limit, model_size_b, tp,
-             image, port, max_model_len, concurrency, mashbill_cmd, vllm_args):
+             image, port, max_model_len, concurrency, mashbill_cmd, vllm_args, as_json):
     """Render generate.sbatch (an array job: a vLLM server and one shard per node), merge.sbatch and
     submit.sh (the array, then the merge with --dependency=afterok) for SPEC, whose teacher must use
     the openai backend (the vLLM server started per node).
@@ -69,7 +70,7 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
         raise MashbillError(f"{rs.ref} ({path}): {problem}; the array tasks run `mashbill generate`, which "
                             "refuses a spec that does not match its lock")
     size = model_size_b if model_size_b is not None else size_of(teacher.model)
-    if tp is None and size is None:
+    if tp is None and size is None and not as_json:
         out.print(f"[yellow]the model name {teacher.model!r} does not say its size; using TP 8 (set --model-size-b "
                   "or --tp)[/yellow]")
     out_dir = (out_dir or Path(f"slurm-{rs.name}")).resolve()
@@ -85,10 +86,16 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
                         concurrency=concurrency, mashbill=str(exe), revision=teacher.revision,
                         vllm_args=tuple(vllm_args))
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, text in render_slurm(opts).items():
         f = out_dir / name
         f.write_text(text, encoding="utf-8")
         f.chmod(f.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP)
+        written.append(str(f))
+    if as_json:
+        echo_json({"written": written, "stores": f"{store_root}/shard_<i>", "merged": f"{store_root}/merged",
+                   "tp": opts.tp, "submit": str(out_dir / "submit.sh")})
+        return
     out.print(f"wrote {out_dir}/generate.sbatch ({nodes} array tasks, TP {opts.tp}), merge.sbatch, submit.sh")
     out.print(f"stores: {store_root}/shard_<i>, merged: {store_root}/merged")
     out.print(f"submit: bash {os.path.relpath(out_dir / 'submit.sh')}")
@@ -100,8 +107,8 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
               help="Where to write the scripts [default: ./slurm-train-<config name>].")
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path),
               help="The run folder on the cluster [default: ./mashbill-runs/<config name>].")
-@click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path),
-              help="Store holding the snapshot [default: the config's].")
+@store_option(default=None, help="Store holding the snapshot [default: the config's store, ./mashbill-data unless "
+                                "it names another].")
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes (8 GCDs each).")
 @click.option("--jobs", type=click.IntRange(min=1), default=6, show_default=True,
               help="Jobs in the chain (afterany), each resuming from the newest checkpoint.")
@@ -110,7 +117,9 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
 @click.option("--time", "time_limit", default="48:00:00", show_default=True, help="Wall-clock limit per job.")
 @click.option("--image", default="lumi-multitorch-latest.sif", show_default=True)
 @click.option("--mashbill", "mashbill_cmd", help="The mashbill executable on the nodes [default: this one].")
-def train(config, out_dir, run_dir, store_path, nodes, jobs, account, partition, time_limit, image, mashbill_cmd):
+@json_option(help='Print {"written": [files], "warnings", "submit"} as JSON.')
+def train(config, out_dir, run_dir, store_path, nodes, jobs, account, partition, time_limit, image, mashbill_cmd,
+          as_json):
     """Render train.sbatch (8 tasks per node, LOCAL_RANK per GCD, ROCm environment, ZeRO presets) and
     submit.sh (JOBS chained with --dependency=afterany) for a training CONFIG, after its preflight passes.
 
@@ -130,6 +139,10 @@ def train(config, out_dir, run_dir, store_path, nodes, jobs, account, partition,
     written, warnings = write_train_chain(config, out_dir=out_dir, run_dir=run_dir, store=store_path, nodes=nodes,
                                           jobs=jobs, account=account, partition=partition, time=time_limit,
                                           image=image, mashbill=str(exe))
+    if as_json:
+        echo_json({"written": [str(p) for p in written.values()], "warnings": list(warnings),
+                   "submit": str(out_dir / "submit.sh")})
+        return
     for w in warnings:
         out.print(f"[yellow]warning: {w}[/yellow]")
     out.print(f"wrote {out_dir}/train.sbatch ({nodes} node(s) x 8 GCDs), submit.sh ({jobs} jobs, afterany), "

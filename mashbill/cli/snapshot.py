@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import console, out, store_option
+from mashbill.cli._common import EXIT_FINDINGS, console, echo_json, json_option, out, store_option
 
 
 def _root(store_path: Path, snapshots_dir: Path | None) -> Path:
@@ -17,6 +17,11 @@ def _root(store_path: Path, snapshots_dir: Path | None) -> Path:
 def dir_option(f):
     return click.option("--dir", "snapshots_dir", type=click.Path(file_okay=False, path_type=Path),
                         help="Snapshots folder (default: STORE/snapshots).")(f)
+
+
+def exit_on_findings(altered: bool) -> None:
+    if altered:
+        raise SystemExit(EXIT_FINDINGS)  # an altered or unreadable snapshot is a finding, like release verify
 
 
 @click.group()
@@ -36,10 +41,10 @@ def command():
 @click.option("--name", required=True, help="Snapshot name (lower-case letters, digits, . _ -).")
 @click.option("--version", "version", required=True, help="Snapshot version; a name@version is written once.")
 @store_option
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--dir", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Snapshots folder to write into (default: STORE/snapshots).")
 @click.option("--no-tokens", is_flag=True, help="Skip counting tokens with the trainer profile's tokenizer.")
-@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@json_option(help="Print the manifest as JSON.")
 def freeze(spec, name, version, store_path, out_dir, no_tokens, as_json):
     """Freeze SPEC's validated records into NAME@VERSION: select, balance, split, write, hash.
 
@@ -54,7 +59,7 @@ def freeze(spec, name, version, store_path, out_dir, no_tokens, as_json):
 
     res = do_freeze(spec, store_path=store_path, name=name, version=version, out_dir=out_dir, tokens=not no_tokens)
     if as_json:
-        out.print_json(json.dumps(res.manifest))
+        echo_json(res.manifest)
         return
     print_manifest(res.manifest, res.path)
 
@@ -80,12 +85,25 @@ def print_manifest(m: dict, path: Path) -> None:
 @click.argument("ref")
 @store_option
 @dir_option
-def verify(ref, store_path, snapshots_dir):
-    """Re-hash every file of REF (NAME@VERSION or a folder); exit 2 naming any file that changed."""
-    from mashbill.curation.snapshot import resolve_snapshot, verify as do_verify
+@json_option(help='Print {"ref", "snapshot_id", "path", "verified", "files"} (or "error") as JSON.')
+def verify(ref, store_path, snapshots_dir, as_json):
+    """Re-hash every file of REF (NAME@VERSION or a folder); exit 1 naming any file that changed (2 when REF
+    cannot be found or is not the snapshot its name says)."""
+    from mashbill.curation.snapshot import IntegrityError, resolve_snapshot, verify as do_verify
 
     path = resolve_snapshot(ref, _root(store_path, snapshots_dir))
-    m = do_verify(path)
+    try:
+        m = do_verify(path)
+    except IntegrityError as exc:
+        if as_json:
+            echo_json({"ref": ref, "path": str(path), "verified": False, "error": str(exc)})
+        else:
+            click.echo(f"error: {exc}", err=True)
+        exit_on_findings(True)
+    if as_json:
+        echo_json({"ref": m["ref"], "snapshot_id": m["snapshot_id"], "path": str(path), "verified": True,
+                   "files": len(m["files"])})
+        return
     out.print(f"ok  {m['ref']}  id {m['snapshot_id'][:16]}  {len(m['files'])} files verified")
 
 
@@ -93,7 +111,7 @@ def verify(ref, store_path, snapshots_dir):
 @store_option
 @dir_option
 @click.option("--verify", "check", is_flag=True, help="Also re-hash every snapshot.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option(help="Print the snapshots as a JSON list.")
 def ls_cmd(store_path, snapshots_dir, check, as_json):
     """List the snapshots (folders with a manifest; interrupted freezes are ignored).
 
@@ -112,7 +130,7 @@ def ls_cmd(store_path, snapshots_dir, check, as_json):
                 it["verified"] = False
                 it["error"] = str(exc)
     if as_json:
-        out.print_json(json.dumps(items))
+        echo_json(items)
     elif not items:
         out.print(f"no snapshots under {root}")
     else:
@@ -128,8 +146,7 @@ def ls_cmd(store_path, snapshots_dir, check, as_json):
     if junk:
         console.print(f"{len(junk)} incomplete folder(s) ignored (interrupted freezes): "
                       + ", ".join(d.name for d in junk))
-    if any(it.get("verified") is False or "error" in it for it in items):
-        raise SystemExit(1)  # findings: an altered or unreadable snapshot
+    exit_on_findings(any(it.get("verified") is False or "error" in it for it in items))
 
 
 @command.command()
@@ -137,7 +154,7 @@ def ls_cmd(store_path, snapshots_dir, check, as_json):
 @click.argument("b")
 @store_option
 @dir_option
-@click.option("--json", "as_json", is_flag=True)
+@json_option(help="Print the difference as JSON.")
 def diff(a, b, store_path, snapshots_dir, as_json):
     """What changed from snapshot A to B: records added and removed, label shifts, spec changes."""
     from mashbill.curation.snapshot import diff as do_diff, resolve_snapshot
@@ -145,7 +162,7 @@ def diff(a, b, store_path, snapshots_dir, as_json):
     root = _root(store_path, snapshots_dir)
     d = do_diff(resolve_snapshot(a, root), resolve_snapshot(b, root))
     if as_json:
-        out.print_json(json.dumps(d))
+        echo_json(d)
         return
     out.print(f"{d['a']['ref']} ({d['a']['snapshot_id'][:12]}) -> {d['b']['ref']} ({d['b']['snapshot_id'][:12]})"
               + ("  identical content" if d["identical"] else ""))
@@ -178,7 +195,8 @@ def diff(a, b, store_path, snapshots_dir, as_json):
 @dir_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write one JSONL file per split here (train.jsonl, eval.jsonl, test.jsonl).")
-def pull(ref, fmt, store_path, snapshots_dir, out_dir):
+@json_option(help='Print {"splits": {SPLIT: {"rows", "columns"}}, "written": [files]} as JSON.')
+def pull(ref, fmt, store_path, snapshots_dir, out_dir, as_json):
     """Verify REF, then load it in a trainer's format (TRL conversational, prompt/completion, preference,
     classification); with --out, write it as JSONL per split.
 
@@ -192,8 +210,10 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir):
     from mashbill.curation.pull import load_snapshot
 
     dd = load_snapshot(ref, fmt, root=_root(store_path, snapshots_dir))
+    say = (lambda *a: None) if as_json else out.print
+    written = []
     for split, ds in dd.items():
-        out.print(f"{split:<6} {ds.num_rows:>7} rows  columns {', '.join(ds.column_names)}")
+        say(f"{split:<6} {ds.num_rows:>7} rows  columns {', '.join(ds.column_names)}")
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         for split, ds in dd.items():
@@ -201,14 +221,20 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir):
             tmp = out_dir / f".{split}.jsonl.tmp"
             ds.to_json(str(tmp), force_ascii=False, lines=True)
             tmp.replace(target)
-        out.print(f"wrote {out_dir}/{{train,eval,test}}.jsonl")
+            written.append(str(target))
+        say(f"wrote {out_dir}/{{train,eval,test}}.jsonl")
         # what a trainer needs beside the rows: the template to render with and the classifier's label mapping
         if getattr(dd, "chat_template", None):  # router snapshots have none
             (out_dir / "chat_template.jinja").write_text(dd.chat_template, encoding="utf-8")
-            out.print(f"wrote {out_dir}/chat_template.jinja (the snapshot's training template)")
+            written.append(str(out_dir / "chat_template.jinja"))
+            say(f"wrote {out_dir}/chat_template.jinja (the snapshot's training template)")
         if getattr(dd, "label_info", None):
             (out_dir / "labels.json").write_text(json.dumps(dd.label_info, indent=2), encoding="utf-8")
-            out.print(f"wrote {out_dir}/labels.json (id2label, label2id, problem_type)")
+            written.append(str(out_dir / "labels.json"))
+            say(f"wrote {out_dir}/labels.json (id2label, label2id, problem_type)")
+    if as_json:
+        echo_json({"splits": {s: {"rows": ds.num_rows, "columns": ds.column_names} for s, ds in dd.items()},
+                   "written": written})
 
 
 @command.command()
@@ -216,7 +242,8 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir):
 @store_option
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N seed queries.")
 @click.option("--threads", type=click.IntRange(min=1))
-def sample(spec, store_path, limit, threads):
+@json_option(help='Print {"spec", "run_id", "queries", "samples", "passing", "failing"} as JSON.')
+def sample(spec, store_path, limit, threads, as_json):
     """Teacher samples for a preference SPEC: samples_per_query plans per query (one seed each), stored and
     checked with the rules, so the next freeze can pair a passing sample with a failing one.
 
@@ -236,5 +263,9 @@ def sample(spec, store_path, limit, threads):
             s = sample_candidates(rs, store, teacher, limit=limit)
         finally:
             teacher.close()
+    if as_json:
+        echo_json({"spec": rs.ref, "run_id": s.run_id, "queries": s.queries, "samples": s.samples,
+                   "passing": s.passing, "failing": s.failing})
+        return
     out.print(f"{rs.ref}: {s.samples} sample(s) for {s.queries} quer(ies); {s.passing} pass every rule, "
               f"{s.failing} fail one or more (run {s.run_id})")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from mashbill.cli._common import out
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, echo_json, json_option, out
 from mashbill.errors import MashbillError, SpecError
 
 
@@ -36,24 +35,36 @@ def command():
 
 @command.command("ls")
 @click.argument("paths", nargs=-1)
-def ls(paths):
+@json_option(help='Print [{"spec", "kind", "seeds", "hash", "path"} or {"path", "error"}] as JSON.')
+def ls(paths, as_json):
     """List specs (default: the shipped library) with kind, seeds and hash."""
     from mashbill.specs import load_spec
 
-    table = Table("spec", "kind", "seeds", "hash", "path")
+    rows = []
     for p in _spec_paths(paths):
         try:
             rs = load_spec(p)
-            table.add_row(rs.ref, rs.spec.kind, str(len(rs.seeds)), rs.hash[:12], str(p))
+            rows.append({"spec": rs.ref, "kind": rs.spec.kind, "seeds": len(rs.seeds), "hash": rs.hash, "path": str(p)})
         except SpecError as exc:
-            table.add_row(p.stem, "[red]error[/red]", "", "", str(exc))
+            rows.append({"path": str(p), "error": str(exc)})
+    if as_json:
+        echo_json(rows)
+        return
+    table = Table("spec", "kind", "seeds", "hash", "path")
+    for r in rows:
+        if "error" in r:
+            table.add_row(Path(r["path"]).stem, "[red]error[/red]", "", "", r["error"])
+        else:
+            table.add_row(r["spec"], r["kind"], str(r["seeds"]), r["hash"][:12], r["path"])
     out.print(table)
 
 
 @command.command("show")
 @click.argument("name")
 @click.option("--prompt", "show_prompt", is_flag=True, help="Also render the first seed's teacher and training prompts.")
-def show(name, show_prompt):
+@json_option(help='Print {"spec", "kind", "hash", "path", "seeds", "languages", "teacher", "trainer_profile", '
+                  '"files"} as JSON.')
+def show(name, show_prompt, as_json):
     """Show a resolved spec: files and their hashes, teacher, trainer profile.
 
     \b
@@ -64,6 +75,13 @@ def show(name, show_prompt):
 
     rs = load_spec(find_spec(name))
     s = rs.spec
+    if as_json:
+        echo_json({"spec": rs.ref, "kind": s.kind, "hash": rs.hash, "path": str(rs.path), "seeds": len(rs.seeds),
+                   "languages": list(s.languages), "teacher": s.teacher.model_dump(mode="json"),
+                   "trainer_profile": s.trainer_profile.model_dump(mode="json"),
+                   "files": {role: {"path": str(rs.file_paths[role]) if role in rs.file_paths else None,
+                                    "sha256": digest} for role, digest in rs.files.items()}})
+        return
     out.print(f"[bold]{rs.ref}[/bold]  kind={s.kind}  hash={rs.hash}")
     out.print(f"path: {rs.path}")
     if s.description:
@@ -92,7 +110,8 @@ def show(name, show_prompt):
 
 @command.command("check")
 @click.argument("paths", nargs=-1)
-def check(paths):
+@json_option(help='Print [{"path", "spec", "hash", "problems"}] as JSON (exit code as without it).')
+def check(paths, as_json):
     """Load every spec, resolve its files, validate its schema, compare its hash with specs.lock, and
     check that its trainer profile's tokenizer exists.
 
@@ -104,22 +123,28 @@ def check(paths):
 
     problems = 0
     files = _spec_paths(paths)
+    say = (lambda line: None) if as_json else click.echo
+    results = []
     for p in files:
         try:
             rs = load_spec(p)
         except SpecError as exc:
             where = "" if Path(exc.path).resolve() == p.resolve() else f" (in spec {p})"
-            click.echo(f"FAIL {exc}{where}")
+            say(f"FAIL {exc}{where}")
+            results.append({"path": str(p), "spec": None, "hash": None, "problems": [f"{exc}{where}"]})
             problems += 1
             continue
         found = [x for x in (lock_problem(rs), tokenizer_problem(rs)) if x]
         for problem in found:
-            click.echo(f"FAIL {rs.ref} ({p}): {problem}")
+            say(f"FAIL {rs.ref} ({p}): {problem}")
+        results.append({"path": str(p), "spec": rs.ref, "hash": rs.hash, "problems": found})
         problems += len(found)
         if not found:
-            click.echo(f"ok   {rs.ref}  {rs.hash[:12]}")
-    click.echo(f"{len(files)} spec(s), {problems} problem(s)")
-    sys.exit(1 if problems else 0)
+            say(f"ok   {rs.ref}  {rs.hash[:12]}")
+    say(f"{len(files)} spec(s), {problems} problem(s)")
+    if as_json:
+        echo_json(results)
+    sys.exit(EXIT_FINDINGS if problems else EXIT_OK)
 
 
 def tokenizer_problem(rs) -> str | None:
@@ -135,22 +160,27 @@ def tokenizer_problem(rs) -> str | None:
 
 @command.command("lock")
 @click.argument("paths", nargs=-1)
-def lock(paths):
+@json_option(help='Print {"locked": [{"spec", "hash", "lock"}], "refused": [spec]} as JSON.')
+def lock(paths, as_json):
     """Record name@version -> hash for new specs in specs.lock (never overwrites a locked version)."""
     from mashbill.specs import load_spec
     from mashbill.specs.lock import LOCK_NAME, find_lock, read_lock, write_lock
 
-    refused = 0
+    say = (lambda line: None) if as_json else click.echo
+    refused, locked = [], []
     for p, root in _spec_roots(paths):
         rs = load_spec(p)
         lock_path = find_lock(rs.path) or Path(root) / LOCK_NAME
         entries = read_lock(lock_path)
         if rs.ref in entries and entries[rs.ref] != rs.hash:
-            click.echo(f"refused {rs.ref}: locked with another hash; bump its version instead")
-            refused += 1
+            say(f"refused {rs.ref}: locked with another hash; bump its version instead")
+            refused.append(rs.ref)
             continue
         if rs.ref not in entries:
             entries[rs.ref] = rs.hash
             write_lock(lock_path, entries)
-            click.echo(f"locked  {rs.ref}  {rs.hash[:12]}  in {lock_path}")
-    sys.exit(1 if refused else 0)
+            locked.append({"spec": rs.ref, "hash": rs.hash, "lock": str(lock_path)})
+            say(f"locked  {rs.ref}  {rs.hash[:12]}  in {lock_path}")
+    if as_json:
+        echo_json({"locked": locked, "refused": refused})
+    sys.exit(EXIT_FINDINGS if refused else EXIT_OK)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
-from mashbill.cli._common import out, store_option
+from mashbill.cli._common import echo_json, json_option, out, store_option
 
 
 @click.command()
 @click.argument("query")
 @store_option
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table")
-def command(query, store_path, fmt):
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@json_option(help="Print the rows as a JSON list of objects (the same as --format json).")
+def command(query, store_path, fmt, as_json):
     """Run a read-only SQL query against the store (tables: runs, records, verdicts, teacher_calls, events).
 
     \b
@@ -28,10 +29,8 @@ def command(query, store_path, fmt):
             table = store.sql(query)
         except duckdb.Error as exc:
             raise StoreError(f"SQL error: {str(exc).splitlines()[0]}") from None
-    if fmt == "json":
-        import json
-
-        out.print_json(json.dumps(table.to_pylist(), default=str))
+    if fmt == "json" or as_json:
+        echo_json(table.to_pylist())
     elif fmt == "csv":
         import csv
         import sys

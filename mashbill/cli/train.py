@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import out
+from mashbill.cli._common import EXIT_FINDINGS, console, echo_json, json_option, out, store_option
 
 STAGE_HELP = ("Ladder stage: config | forward | batch | steps:N | epoch | full. Cheaper stages that have not "
               "passed for this config and snapshot run first.")
@@ -30,15 +30,16 @@ def command():
     """
 
 
-def _store(f):
-    return click.option("--store", "store_path", type=click.Path(file_okay=False, path_type=Path),
-                        help="Store holding the snapshot and the ladder records [default: the config's store].")(f)
+_store = store_option(default=None, help="Store holding the snapshot and the ladder records [default: the config's "
+                                         "store, ./mashbill-data unless it names another].")
 
 
 @command.command()
 @click.argument("config")
 @_store
-def check(config, store_path):
+@json_option(help='Print {"config", "method", "snapshot", "snapshot_id", "format", "profile", "rechecked", "notes"} '
+                  'as JSON.')
+def check(config, store_path, as_json):
     """The preflight alone: verify the snapshot, compare the profile, re-check every record's target
     under a changed profile, validate the DeepSpeed JSON. Seconds; no model load.
 
@@ -52,6 +53,11 @@ def check(config, store_path):
 
     cfg, path = load_config(config, store=store_path)
     pf = run_preflight(cfg, path.parent)
+    if as_json:
+        echo_json({"config": cfg.name, "method": cfg.method, "snapshot": pf.manifest["ref"],
+                   "snapshot_id": pf.manifest["snapshot_id"], "format": pf.format, "profile": pf.profile,
+                   "rechecked": pf.rechecked, "notes": list(pf.notes), "seconds": pf.seconds})
+        return
     for note in pf.notes:
         out.print(f"note: {note}")
     out.print(f"ok: {cfg.name} ({cfg.method}) on {pf.manifest['ref']} id {pf.manifest['snapshot_id'][:12]}, format "
@@ -67,15 +73,19 @@ def _method_command(method: str):
     @click.option("--resume", is_flag=True, help="Continue from the newest checkpoint in <run>.work/.")
     @click.option("--no-climb", is_flag=True, help="Refuse instead of running cheaper stages that have not passed.")
     @_store
-    def cmd(config, stage, out_dir, resume, no_climb, store_path):
+    @json_option(help='Print {"run", "metrics"} as JSON (progress goes to stderr).')
+    def cmd(config, stage, out_dir, resume, no_climb, store_path, as_json):
         from mashbill.trainers.run import StageFailed, train
 
         try:
             res = train(config, method=method, stage=stage, out=out_dir, resume=resume, climb=not no_climb,
-                        store=store_path, log=out.print)
+                        store=store_path, log=console.print if as_json else out.print)
         except StageFailed as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(EXIT_FINDINGS)
+        if as_json:
+            echo_json({"run": str(res.out.resolve()) if res.out is not None else None, "metrics": res.metrics})
+            return
         if res.out is not None:
             out.print(f"run folder: {res.out.resolve()}")
             ev = res.metrics.get("eval") or {}
@@ -117,7 +127,8 @@ for _m in ("classify", "sft", "dpo"):
 @command.command()
 @click.argument("config")
 @_store
-def stages(config, store_path):
+@json_option(help="Print the ladder's run records as a JSON list.")
+def stages(config, store_path, as_json):
     """The ladder's run records for CONFIG (newest last).
 
     \b
@@ -131,6 +142,9 @@ def stages(config, store_path):
     cfg, _ = load_config(config, store=store_path)
     with Store.open(ladder.store_path_of(cfg.store), read_only=True) as store:
         rows = ladder.history(store, cfg.sha256)
+    if as_json:
+        echo_json(rows)
+        return
     if not rows:
         out.print(f"no stage has run for {cfg.name} (config {cfg.sha256[:12]})")
     for r in rows:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, echo_json, json_option, store_option
 from mashbill.errors import MashbillError
 
 FORMATS = ("messages", "prompt-completion", "alpaca", "preference")
@@ -15,8 +16,7 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 
 @click.command("validate")
 @click.argument("target")
-@click.option("--store", "store_dir", type=click.Path(file_okay=False), default="mashbill-data", show_default=True,
-              help="Store folder (spec mode).")
+@store_option(help="Store folder (spec mode).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Validate TARGET as a dataset file of this format.")
 @click.option("--spec", "profile_spec", help="File mode: take the trainer profile, rules, tool catalog, taxonomy, "
                                              "worked examples and holdout sets from this spec (command-line options "
@@ -48,9 +48,10 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--no-pii", is_flag=True, help="Skip the personal-data scan.")
 @click.option("--no-expectations", is_flag=True, help="Skip the Great Expectations suite.")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary table.")
-def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_seq_len, truncation_side, loss,
+@json_option(help="Print the report (as --report writes it) as JSON on stdout instead of the table.")
+def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max_seq_len, truncation_side, loss,
             holdout, eval_files, rules_file, report_path, redact_to, audit_sample, include_all, no_write, no_spans,
-            no_rules, no_dedup, no_pii, no_expectations, quiet):
+            no_rules, no_dedup, no_pii, no_expectations, quiet, as_json):
     """Validate a spec's stored records, or a dataset file.
 
     \b
@@ -65,9 +66,11 @@ def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_
     (SPAN002: the target lies beyond max_seq_len, HR001: arithmetic without a precision tool, ...).
     """
     from mashbill.validators.errors import ValidationInputError
-    from mashbill.validators.run import Options, Profile
+    from mashbill.specs.model import TrainerProfile
+    from mashbill.validators.inputs import DEFAULT_LOSS
+    from mashbill.validators.run import Options
 
-    progress = None if quiet else (lambda msg: click.echo(f"  checking {msg} ...", err=True))
+    progress = None if quiet or as_json else (lambda msg: click.echo(f"  checking {msg} ...", err=True))
     opts = Options(audit_sample=audit_sample, spans=not no_spans, apply_rules=not no_rules, dedup=not no_dedup,
                    pii=not no_pii,
                    expectations=not no_expectations, holdout=list(holdout), eval_files=list(eval_files),
@@ -99,11 +102,11 @@ def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_
             if tok is None or msl is None:
                 raise ValidationInputError("file mode needs --tokenizer and --max-seq-len (or --spec SPEC for its "
                                            "trainer profile), or --no-spans")
-            opts.profile = Profile(
+            opts.profile = TrainerProfile(
                 tokenizer=tok, max_seq_len=msl,
                 chat_template=chat_template or (spec_profile.chat_template if spec_profile else None),
                 truncation_side=truncation_side or (spec_profile.truncation_side if spec_profile else "right"),
-                loss=loss or (spec_profile.loss if spec_profile is not None and fmt == "messages" else None))
+                loss=loss or (spec_profile.loss if spec_profile is not None and fmt == "messages" else DEFAULT_LOSS[fmt]))
         from mashbill.validators.run import validate_file
 
         report = validate_file(target, fmt, opts)
@@ -124,15 +127,18 @@ def command(target, store_dir, fmt, profile_spec, tokenizer, chat_template, max_
         opts.base_dir = rs.path.parent
         opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
         if not no_spans:
-            opts.profile = Profile(tokenizer=tokenizer or tp.tokenizer, max_seq_len=max_seq_len or tp.max_seq_len,
-                                   chat_template=chat_template or tp.chat_template,
-                                   truncation_side=truncation_side or tp.truncation_side, loss=loss or tp.loss)
-        with Store.open(store_dir, read_only=no_write, create=False) as store:
+            opts.profile = TrainerProfile(tokenizer=tokenizer or tp.tokenizer, max_seq_len=max_seq_len or tp.max_seq_len,
+                                          chat_template=chat_template or tp.chat_template,
+                                          truncation_side=truncation_side or tp.truncation_side, loss=loss or tp.loss)
+        with Store.open(store_path, read_only=no_write, create=False) as store:
             report = validate_spec_records(rs, store, opts, include_all=include_all, write=not no_write)
     if report_path:
         report.write(report_path)
-    _print(report, report_path)
-    sys.exit(1 if report.has_rejects else 0)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        _print(report, report_path)
+    sys.exit(EXIT_FINDINGS if report.has_rejects else EXIT_OK)
 
 
 def _print(report, report_path) -> None:

@@ -6,13 +6,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from mashbill.curation.balance import apply_quotas, oversample
-from mashbill.curation.groups import near_duplicate_clusters
+from mashbill.curation.groups import near_duplicate_clusters, near_duplicate_pairs
 from mashbill.curation.split import assign_splits
 from mashbill.curation.snapshot import freeze
 from mashbill.errors import MashbillError
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from mashbill.specs.model import Quotas
+from mashbill.validators.leakage import across_splits
 from tests.curation.conftest import SEEDS, add_records
 
 RATIOS = {"train": 0.8, "eval": 0.1, "test": 0.1}
@@ -128,3 +129,24 @@ def test_split_is_group_aware_deterministic_and_near_the_ratios():
     more = assign_splits(keys + ["z1", "z2"], cells + ["y", "y"], links, RATIOS)
     moved = sum(1 for k in keys if more.assignment[k] != res.assignment[k])
     assert moved <= len(keys) // 4
+
+
+def test_split_grouping_and_the_cross_split_check_agree_on_what_the_same_query_is():
+    # One normalisation (validators.dedup.normalize) for grouping and for the check after the split: "7+8" and
+    # "7-8" are different queries to both (once the check dropped operators, found them identical on two sides and
+    # a freeze stopped with "the split leaks ... this is a bug"), "What is 7+8?" and "what is 7+8" the same to both.
+    texts = []
+    for i in range(30):
+        texts += [f"what is {i}+{i + 8}", f"what is {i}-{i + 8}", f"What is {i}+{i + 8}?"]
+    keys = [f"q{i:03d}" for i in range(len(texts))]
+    res = assign_splits(keys, ["x"] * len(keys), near_duplicate_pairs(keys, texts, 0.8),
+                        {"train": 0.5, "eval": 0.25, "test": 0.25})
+    side = res.assignment
+    plus_minus_apart = sum(side[keys[3 * i]] != side[keys[3 * i + 1]] for i in range(30))
+    assert plus_minus_apart >= 5  # operator variants are separate groups, so many land on different sides
+    assert all(side[keys[3 * i]] == side[keys[3 * i + 2]] for i in range(30))  # case/punctuation variants do not
+    assert across_splits(side, dict(zip(keys, texts)), res.groups) == {"groups_across_splits": 0,
+                                                                       "identical_queries_across_splits": 0}
+    # and the check does count a query that is the same (by that rule) on two sides
+    moved = {**side, keys[2]: next(s for s in RATIOS if s != side[keys[0]])}
+    assert across_splits(moved, dict(zip(keys, texts)), res.groups)["identical_queries_across_splits"] == 1

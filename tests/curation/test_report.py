@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -77,18 +78,27 @@ def test_report_cli_prints_a_summary(reported, tmp_path):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def _flags(tmp_path) -> list:
+    return [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0"]
+
+
+def _dump_dom(out, tmp_path):
+    """The DOM after the page's own script ran, and the data-* attributes that script left on <body>."""
+    dom = subprocess.run([*_flags(tmp_path), "--window-size=800,1600", "--dump-dom", out.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    body = re.search(r"<body([^>]*)>", dom.stdout).group(1)
+    return dom, dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body))
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_report_renders_in_headless_chromium(reported, tmp_path):
     store, snap = reported
     out, _ = build_report(snap.path, tmp_path / "snap.html")
-    profile = tmp_path / "chromium-profile"
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-             "--enable-logging=stderr", "--v=0"]
-    dom = subprocess.run([*flags, "--dump-dom", out.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    body = re.search(r"<body([^>]*)>", dom.stdout).group(1)
-    attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body))
+    flags = _flags(tmp_path)
+    dom, attrs = _dump_dom(out, tmp_path)
     # the page's own script ran, found marks in every plot and threw nothing
     assert attrs.get("plots-ok") == str(len(PLOTS)), (attrs, dom.stderr[-2000:])
     assert attrs.get("plots-bad") == "" and attrs.get("plots-empty") == "0" and "error" not in attrs
@@ -97,3 +107,28 @@ def test_report_renders_in_headless_chromium(reported, tmp_path):
     run = subprocess.run([*flags, f"--screenshot={shot}", "--window-size=800,1600", out.as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and shot.stat().st_size > 10_000
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_two_specs_legends_do_not_overlap_and_rejects_show_why_in_chromium(lib, tmp_path):
+    # two specs with long names, each with a validation reject and an output that did not parse
+    store = tmp_path / "store"
+    specs = ["plan-routing-moe-sovereign-german-and-english", "plan-routing-moe-sovereign-legal-and-precision"]
+    with Store.open(store) as s:
+        for name in specs:
+            add_records(s, load_spec(lib.write(name)), rejected_by_validation={"What is 17.5% of 4,360?": "HR001"},
+                        parse_failures=("Wer hat die Relativitätstheorie entwickelt?",))
+    out, data = build_report(store, tmp_path / "store.html")
+    assert set(data["examples"]) == {"HR001", "PARSE001"} and data["examples"]["HR001"]["records"] == 2
+    dom, attrs = _dump_dom(out, tmp_path)
+    assert "error" not in attrs and attrs.get("plots-bad") == "", attrs
+    # labels and languages each key both specs, the accept-rate plot keys each run: no key covers another or a plot
+    assert int(attrs["legend-keys"]) >= 6 and attrs["legend-overlaps"] == "", attrs
+    assert attrs["examples-shown"] == "4"  # two records per code, laid out with a size
+    tables = dict(re.findall(r'<table class="examples" data-code="([A-Z0-9]+)">(.*?)</table>', dom.stdout, re.S))
+    assert set(tables) == {"HR001", "PARSE001"}
+    assert "test finding" in tables["HR001"] and "What is 17.5% of 4,360?" in tables["HR001"]
+    assert "validate · reject" in tables["HR001"] and specs[0] in tables["HR001"] and specs[1] in tables["HR001"]
+    # a record whose output did not parse shows the teacher's raw text and why it was rejected
+    assert "not JSON" in tables["PARSE001"] and "Relativitätstheorie" in tables["PARSE001"]
+    assert html.escape('[{"task": ', quote=True) in tables["PARSE001"] or '[{"task": ' in tables["PARSE001"]

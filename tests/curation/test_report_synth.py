@@ -21,7 +21,7 @@ from mashbill.specs.model import Runtime
 from tests.conftest import run_cli
 from tests.curation.test_select import decide
 from tests.factory.synth_specs import judge_section, write_plan_spec, write_queries_spec
-from tests.teachers.fault_server import FaultServer
+from tests.factory.fault_server import FaultServer
 
 
 def test_distinct_n():

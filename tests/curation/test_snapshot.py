@@ -17,7 +17,6 @@ from mashbill.curation.snapshot import (IntegrityError, SnapshotError, diff, fre
 from mashbill.errors import MashbillError
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
-from tests.conftest import run_cli
 from tests.curation.conftest import PLANS, SEEDS, add_records
 
 
@@ -273,28 +272,6 @@ def test_diff_shows_added_removed_relabelled_and_spec_changes(lib, tmp_path):
     assert d2["relabelled"] == [{"record_id": rec.id, "from": "general/trivial/de", "to": "reasoning/trivial/de"}]
     assert d2["changed_output"] == [rec.id] and not d2["added"] and not d2["removed"]
     assert diff(c.path, c.path)["identical"]
-
-
-def test_cli_freeze_verify_ls_pull_diff(plan_store, tmp_path):
-    spec, store = plan_store
-    r = run_cli("snapshot", "freeze", spec, "--name", "cli", "--version", "1", "--store", store, "--no-tokens")
-    assert r.returncode == 0, r.stderr
-    assert "cli@1" in r.stdout and "left out by code: HR001 1, PARSE001 1" in r.stdout
-    r = run_cli("snapshot", "freeze", spec, "--name", "cli", "--version", "1", "--store", store, "--no-tokens")
-    assert r.returncode == 2 and "already exists" in r.stderr and "Traceback" not in r.stderr
-    r = run_cli("snapshot", "ls", "--store", store, "--verify")
-    assert r.returncode == 0 and "cli@1" in r.stdout and "verified" in r.stdout
-    r = run_cli("snapshot", "pull", "cli@1", "--format", "prompt-completion", "--store", store, "--out", tmp_path / "pc")
-    assert r.returncode == 0, r.stderr
-    lines = (tmp_path / "pc" / "train.jsonl").read_text().splitlines()
-    assert lines and set(json.loads(lines[0])) == {"prompt", "completion"}
-    r = run_cli("snapshot", "diff", "cli@1", "cli@1", "--store", store)
-    assert r.returncode == 0 and "identical content" in r.stdout
-    target = store / "snapshots" / "cli@1" / "data" / "eval.parquet"
-    target.write_bytes(target.read_bytes()[:-1] + b"\x00")
-    for args in (("snapshot", "verify", "cli@1"), ("snapshot", "pull", "cli@1")):
-        r = run_cli(*args, "--store", store)
-        assert r.returncode == 2 and "data/eval.parquet: sha256 differs" in r.stderr, r.stderr
 
 
 def test_classification_of_a_single_label_kind(lib, tmp_path):

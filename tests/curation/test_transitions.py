@@ -108,9 +108,9 @@ def test_freeze_transitions_and_load_for_pytorch(tmp_path, minilm):
     row = ds.with_format("numpy")[0]
     assert row["state"].shape == (384 + state_dims(2),) and row["next_state"].shape == row["state"].shape
     assert set(ds.column_names) >= {"state", "action", "reward", "next_state", "done"}
-    with pytest.raises(SnapshotError, match="no valid transitions"):
-        bad = tmp_path / "bad.jsonl"
-        bad.write_text("nope\n", encoding="utf-8")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("nope\n", encoding="utf-8")
+    with pytest.raises(SnapshotError, match="no valid transitions"):  # only the freeze may raise, not the set-up
         freeze_transitions(rr, [bad], tmp_path / "store", name="rt-trn", version="2", encoder=minilm)
 
 

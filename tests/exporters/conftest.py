@@ -139,7 +139,9 @@ def smollm2_base() -> Path:
     (~/.cache/mashbill/models/<gguf sha256>/); switch to trainers.base_model.materialize_gguf once it lands."""
     gguf = smollm2_gguf()
     digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
-    cache = Path(os.environ.get("MASHBILL_CACHE", Path.home() / ".cache" / "mashbill")) / "models"
+    from mashbill.paths import cache_dir
+
+    cache = cache_dir("models")
     dest = cache / digest
     if (dest / "config.json").is_file():
         return dest

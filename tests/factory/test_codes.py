@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
 
-from mashbill.cli import main
 from mashbill.factory.codes import CODES, README_END, README_START, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,20 +64,6 @@ def test_readme_table_is_the_registry_rendering():
     start, end = text.index(README_START) + len(README_START), text.index(README_END)
     assert text[start:end].strip() == markdown_table(), \
         "the README's code table is stale: run `.venv/bin/mashbill codes --update-readme README.md`"
-
-
-def test_codes_command(tmp_path):
-    res = CliRunner().invoke(main, ["codes", "--json"])
-    assert res.exit_code == 0
-    listed = json.loads(res.output)
-    assert {c["code"] for c in listed} == set(CODES) and all(c["meaning"] for c in listed)
-    res = CliRunner().invoke(main, ["codes", "arg"])
-    assert res.exit_code == 0 and res.output.count("\n") == 4 and "ARG002" in res.output and "HR001" not in res.output
-    assert CliRunner().invoke(main, ["codes", "NOPE"]).exit_code == 2
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{README_START}\nold\n{README_END}\n", encoding="utf-8")
-    assert CliRunner().invoke(main, ["codes", "--update-readme", str(readme)]).exit_code == 0
-    assert markdown_table() in readme.read_text(encoding="utf-8")
 
 
 def test_registered_rule_ids_are_exactly_the_implemented_rules():

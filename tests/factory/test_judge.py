@@ -15,7 +15,7 @@ from mashbill.factory.records import Record, SpecRef, record_id
 from mashbill.factory.store import Store
 from mashbill.factory.teachers import make_teacher
 from mashbill.specs import load_spec, render_prompt
-from tests.teachers.fault_server import FaultServer
+from tests.factory.fault_server import FaultServer
 
 PLANS = [[{"task": "Compute it", "category": "precision_tools"}], [{"task": "Answer", "category": "general"}]]
 

@@ -25,7 +25,7 @@ from mashbill.factory.synth import SynthWork, plan_cells, pool_items
 from mashbill.specs import load_spec
 from mashbill.validators.queries import QueryScreen, holdout_hits, holdout_items, query_screen
 from tests.conftest import MASHBILL, run_cli
-from tests.teachers.fault_server import FaultServer
+from tests.factory.fault_server import FaultServer
 
 
 def _openai(server) -> dict:

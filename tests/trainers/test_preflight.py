@@ -4,7 +4,6 @@ learn what was validated; the CLI exits 2 and writes no run folder (docs: README
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -71,7 +70,9 @@ def test_missing_and_tampered_snapshots_are_refused(snaps, tmp_path):
 
 
 def test_a_tokenizer_that_does_not_match_is_refused(snaps, tmp_path):
-    vocab = Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache/mashbill/vocab")) / "ggml-vocab-llama-bpe.gguf"
+    from mashbill.paths import vocab_dir
+
+    vocab = vocab_dir() / "ggml-vocab-llama-bpe.gguf"
     if not vocab.is_file():
         pytest.skip("scripts/setup.sh extracts the vocab-only GGUFs")
     with pytest.raises(PreflightError, match=r"tokenizer .*ggml-vocab-llama-bpe.gguf \(sha256 \w{12}\) is not the "

@@ -90,11 +90,18 @@ def test_gguf_metadata_and_errors(tmp_path):
 def test_unverified_family_is_checked_at_load_and_nothing_is_downloaded(fresh_cache, monkeypatch):
     """StarCoder's pre-tokenizer is in the table but not among the families the suite verifies: without llama.cpp it
     is refused; with it, it is checked on the battery at load and accepted (the outcome is cached). A verified family
-    loads without llama.cpp. No network connection is opened on the way."""
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"network access attempted: {args}")
+    loads without llama.cpp. No network connection is opened on the way: every attempt is recorded (a library
+    that catches the refusal and carries on would otherwise hide it), and a hub download would go to an endpoint
+    that does not answer."""
+    attempts = []
 
+    def refuse(*args, **kwargs):
+        attempts.append(args[1:] or kwargs)
+        raise OSError("network access refused by the test")
+
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     with monkeypatch.context() as m:
         m.setattr(llamacpp_vocab, "available", lambda: False)
@@ -102,6 +109,7 @@ def test_unverified_family_is_checked_at_load_and_nothing_is_downloaded(fresh_ca
             load_tokenizer(str(vocab("starcoder")))
         gpt2 = load_tokenizer(str(vocab("gpt-2")))
         assert gpt2.facts["verified_family"] and gpt2.facts["llamacpp_check"] is None
+    assert attempts == [], f"network access attempted: {attempts}"
     pytest.importorskip("llama_cpp")
     loaded = load_tokenizer(str(vocab("starcoder")))
     check = loaded.facts["llamacpp_check"]
@@ -113,3 +121,4 @@ def test_unverified_family_is_checked_at_load_and_nothing_is_downloaded(fresh_ca
         vocab("starcoder")).ids("hello 123", False)
     folder = load_tokenizer(str(llama32_folder()))
     assert folder.tok.encode("hello", add_special_tokens=False) == [15339]
+    assert attempts == [], f"network access attempted: {attempts}"

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from mashbill.paths import vocab_dir
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-def vocab_dir() -> Path:
-    return Path(os.environ.get("MASHBILL_VOCAB_DIR", Path.home() / ".cache" / "mashbill" / "vocab")).expanduser()
+# where setup put the vocab files, fixed at start: a test that points MASHBILL_CACHE at an empty folder (to rebuild
+# tokenizers) still reads them from here
+VOCAB_DIR = vocab_dir()
 
 
 def vocab(name: str) -> Path:
-    p = vocab_dir() / f"ggml-vocab-{name}.gguf"
+    p = VOCAB_DIR / f"ggml-vocab-{name}.gguf"
     if not p.is_file():
         raise FileNotFoundError(f"{p} is missing: the setup script extracts llama.cpp's vocab files there "
-                                f"(set MASHBILL_VOCAB_DIR to another folder if they live elsewhere)")
+                                f"(MASHBILL_CACHE/vocab; set MASHBILL_CACHE if the cache lives elsewhere)")
     return p
 
 

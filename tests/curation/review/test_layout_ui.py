@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from tests.review.browser import Browser, find_chromium
-from tests.review.conftest import fill_store, push_records, spec_copy
+from tests.curation.review.browser import Browser, find_chromium
+from tests.curation.review.conftest import fill_store, push_records, spec_copy
 
 
 def test_annotation_page_lists_pushed_records(argilla, tmp_path):

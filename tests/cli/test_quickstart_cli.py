@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mashbill.factory.store import Store
+from tests.cli.conftest import error_lines, invoke
 from tests.conftest import run_cli
 
 
@@ -43,3 +44,9 @@ def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(quickstart):
             assert check.returncode == 0, check.stderr
             checked += 1
     assert checked >= 2
+
+
+def test_quickstart_refuses_a_bad_option_before_any_work(tmp_path):
+    res = invoke("quickstart", "--threads", "0", env={"MASHBILL_STORE": str(tmp_path / "qs")})
+    assert res.exit_code == 2 and len(error_lines(res)) == 1 and "--threads" in res.stderr, res.output
+    assert not (tmp_path / "qs").exists()

@@ -10,7 +10,7 @@ from mashbill.curation.review.client import resolve_connection
 from mashbill.curation.review.errors import ReviewError
 from mashbill.factory.store import Store
 from tests.conftest import run_cli
-from tests.review.conftest import (Annotator, _free_port, answer, by_external_id, cli, client_for, fill_store,
+from tests.curation.review.conftest import (Annotator, _free_port, answer, by_external_id, cli, client_for, fill_store,
                                    pull_decisions, push_records, spec_copy)
 
 
@@ -19,7 +19,7 @@ def _rows(store_dir) -> list[dict]:
         return store.sql("SELECT record_id, reviewer, decision FROM review_decisions ORDER BY record_id").to_pylist()
 
 
-def test_unreachable_server_and_missing_configuration(tmp_path, monkeypatch):
+def test_unreachable_server_and_missing_configuration(tmp_path):
     spec = spec_copy(tmp_path, "review-down")
     store_dir = tmp_path / "store"
     fill_store(store_dir, spec)
@@ -33,9 +33,8 @@ def test_unreachable_server_and_missing_configuration(tmp_path, monkeypatch):
                       env={"ARGILLA_API_URL": ""})
     assert nothing.returncode == 2 and "no review server" in nothing.stderr and "review serve" in nothing.stderr
 
-    monkeypatch.setenv("ARGILLA_API_URL", url)
     with pytest.raises(ReviewError, match="ARGILLA_API_KEY is not"):
-        resolve_connection()
+        resolve_connection(url=url)
     assert _rows(store_dir) == []
 
 

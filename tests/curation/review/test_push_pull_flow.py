@@ -12,7 +12,7 @@ from mashbill.curation.review.select import parse_selection
 
 from mashbill.factory.store import Store
 from tests.conftest import run_cli
-from tests.review.conftest import (Annotator, answer, by_external_id, cli, fill_store, pull_decisions, push_records,
+from tests.curation.review.conftest import (Annotator, answer, by_external_id, cli, fill_store, pull_decisions, push_records,
                                    spec_copy, status_filter)
 
 RIGHT_FIX = json.dumps([{"task": "Compute 98.765 - 45.678 * 2 exactly.", "category": "precision_tools",

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mashbill.cli import main
 from mashbill.validators.synthetic import corpus
-from vhelpers import assert_known_codes, vocab
+from tests.validators.vhelpers import assert_known_codes, vocab
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +153,16 @@ def test_profile_from_spec_holdout_and_eval_split(tmp_path):
     leaks = {e["record"]: e["detail"] for e in report["examples"]["LEAK001"]}
     assert "bench.txt:1" in leaks["train.jsonl:1"] and "eval:eval.jsonl:1" in leaks["train.jsonl:2"]
     assert report["leakage"]["holdout_items"] == 2
+
+
+def test_spec_mode_reads_mashbill_store_and_prints_json(cli_store, tmp_path):
+    from tests.cli.conftest import invoke
+
+    store = cli_store.copy(tmp_path / "store")
+    res = invoke("validate", cli_store.spec, "--no-spans", "--no-expectations", "--json",
+                 env={"MASHBILL_STORE": str(store)})
+    report = json.loads(res.stdout)
+    assert report["records"] == 25  # the accepted records of the store MASHBILL_STORE names
+    assert res.exit_code == (1 if report["rejected_records"] else 0), res.output
+    nowhere = invoke("validate", cli_store.spec, "--no-spans", env={"MASHBILL_STORE": str(tmp_path / "none")})
+    assert nowhere.exit_code == 2 and str(tmp_path / "none") in nowhere.stderr, nowhere.output

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.review.conftest import (Annotator, answer, by_external_id, fill_store, pull_decisions, push_records,
+from tests.curation.review.conftest import (Annotator, answer, by_external_id, fill_store, pull_decisions, push_records,
                                    spec_copy, status_filter)
 
 
@@ -112,7 +112,7 @@ def test_disagreement_between_reviewers_is_reported(argilla, tmp_path):
 def test_similarity_search_by_vector_and_by_record(argilla):
     import argilla as rg
 
-    from tests.review.conftest import client_for
+    from tests.curation.review.conftest import client_for
 
     client = client_for(argilla)
     ds = rg.Dataset(name="review-vectors", workspace="mashbill", client=client.sdk, settings=rg.Settings(

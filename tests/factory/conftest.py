@@ -1,4 +1,5 @@
-"""Fixtures for the teacher tests: real servers on 127.0.0.1 and small specs written into tmp_path.
+"""Fixtures for the factory tests (generate, guards, accounting, shards, slurm, teachers): real servers on
+127.0.0.1 and small specs written into tmp_path.
 
 - `llama_server`: llama-cpp-python's OpenAI-compatible server serving the embedded SmolLM2 GGUF
   (alias `smollm2`), started once per session on a free port and stopped at the end.
@@ -18,8 +19,8 @@ import httpx
 import pytest
 import yaml
 
-from fault_server import FaultServer
-from teacher_helpers import SHARED, free_port, lock_spec, queries
+from tests.factory.fault_server import FaultServer
+from tests.factory.teacher_helpers import SHARED, free_port, lock_spec, queries
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import httpx
 
 from mashbill.curation.review import local
 from tests.conftest import run_cli
-from tests.review.conftest import _free_port, fill_store, spec_copy
+from tests.curation.review.conftest import _free_port, fill_store, spec_copy
 
 
 def test_serve_status_stop_cycle(argilla, tmp_path):

@@ -22,7 +22,7 @@ from mashbill.factory.store import Store
 from mashbill.specs import load_spec, render_prompt
 from tests.conftest import ROOT, run_cli
 
-FIXTURE_SPEC = ROOT / "tests" / "review" / "fixtures" / "review-plan@1.yaml"
+FIXTURE_SPEC = ROOT / "tests" / "curation" / "review" / "fixtures" / "review-plan@1.yaml"
 
 # The teacher outputs of the fixture spec's seeds, in seed order, with the findings a validation run had.
 PLANS = [

@@ -1,0 +1,194 @@
+"""Write a snapshot atomically: rows to Parquet in a hidden temporary folder, the specs copied beside them,
+every file fsynced, the manifest written last, then one rename into place (see curation.snapshot)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mashbill import __version__
+from mashbill.curation.balance import BALANCE_CUT
+from mashbill.curation.select import Excluded
+from mashbill.curation.snapshot_card import dataset_card
+from mashbill.curation.snapshot_examples import Built
+from mashbill.curation.snapshot_find import verify
+from mashbill.curation.snapshot_format import (CARD, FORMAT, MANIFEST, REJECT_SCHEMA, SCHEMA, FreezeResult,
+                                               SnapshotError, integrity_of, manifest_bytes, snapshot_id_of)
+from mashbill.curation.snapshot_split import split_and_balance
+from mashbill.curation.split import SPLITS
+from mashbill.factory.stats import percentiles
+from mashbill.specs import ResolvedSpec
+from mashbill.specs.loader import sha256_file
+
+def copy_specs(specs: list[tuple[str, ResolvedSpec]], dest: Path) -> list[dict]:
+    """Copy each spec and every file it references under specs/, keeping their relative layout."""
+    paths = sorted({p for _, s in specs for p in [s.path, *s.file_paths.values()]})
+    common = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    for p in paths:
+        target = dest / "specs" / p.relative_to(common)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, target)
+    out = []
+    for role, s in specs:
+        out.append({"role": role, "name": s.spec.name, "version": s.spec.version, "kind": s.spec.kind, "hash": s.hash,
+                    "path": (Path("specs") / s.path.relative_to(common)).as_posix(),
+                    "files": {r: (Path("specs") / p.relative_to(common)).as_posix() for r, p in
+                              sorted(s.file_paths.items())}})
+    return out
+
+
+def fsync_tree(root: Path) -> None:
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            fd = os.open(os.path.join(dirpath, f), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fd = os.open(dirpath, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], store_path: Path, root: Path,
+           final: Path, name: str, version: str, tokens: bool, reuse: Path | None = None) -> FreezeResult:
+    examples, cut, balance, res, copies, leak = split_and_balance(built, rs)
+    profile = rs.spec.trainer_profile
+    n_tokens: dict[str, int | None] = {}
+    if tokens:
+        from mashbill.curation.tokens import token_lengths
+
+        lengths = token_lengths(profile, rs.path.parent, [e.conversation for e in examples])
+        if lengths is not None:
+            n_tokens = {e.key: n for e, n in zip(examples, lengths)}
+    rows: dict[str, list[dict]] = {s: [] for s in SPLITS}
+    for e in examples:
+        split = res.assignment[e.key]
+        for c in range(1 + copies.get(e.key, 0)):
+            rows[split].append(e.row(res.groups[e.key], c, n_tokens.get(e.key)))
+    for s in SPLITS:
+        rows[s].sort(key=lambda r: (r["cell"], r["row_kind"], r["example_id"], r["copy"]))
+    excluded = list(built.excluded) + [Excluded(e.record_id, e.spec, "balance", (BALANCE_CUT,),
+                                                f"cell {e.cell} over its quota", e.query, e.completion) for e in cut]
+    reject_rows = sorted(({"record_id": x.record_id, "spec": x.spec, "stage": x.stage, "codes": list(x.codes),
+                           "detail": x.detail, "query": x.query, "output": x.output} for x in excluded),
+                         key=lambda r: (r["stage"], r["record_id"], r["spec"], r["codes"]))
+
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".tmp-{name}@{version}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        (tmp / "data").mkdir()
+        for s in SPLITS:
+            write_parquet(table_of(rows[s], SCHEMA), tmp / "data" / f"{s}.parquet")
+        write_parquet(table_of(reject_rows, REJECT_SCHEMA), tmp / "rejects.parquet")
+        if built.judge:
+            write_parquet(pa.Table.from_pylist(built.judge["rows"]), tmp / "judge.parquet")
+        spec_entries = copy_specs(built.specs, tmp)
+        (tmp / "stats.json").write_bytes(manifest_bytes(stats))
+        from mashbill.curation.tokens import training_facts
+
+        trainer_profile, train_tmpl = training_facts(profile, rs.path.parent)
+        if train_tmpl:  # what a trainer renders with, so nothing has to be wired in by hand
+            (tmp / trainer_profile["training_template"]).write_text(train_tmpl, encoding="utf-8")
+
+        counts = {s: len(rows[s]) for s in SPLITS}
+        cells = {s: dict(sorted(Counter(r["cell"] for r in rows[s]).items())) for s in SPLITS}
+        lens = sorted(n for n in n_tokens.values() if n is not None)
+        manifest: dict[str, Any] = {
+            "format": FORMAT, "name": name, "version": version, "ref": f"{name}@{version}",
+            "kind": rs.spec.kind, "description": rs.spec.description,
+            "frozen_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "tool_version": __version__,
+            "specs": spec_entries,
+            "teacher": teacher,
+            "trainer_profile": trainer_profile,
+            "classes": classes_of(rs),
+            "store": {"path": str(Path(store_path).resolve()), "run_ids": built.run_ids,
+                      "validation_ids": built.validation_ids},
+            "selection": {"records": built.records_seen, "examples": sum(counts.values()),
+                          "excluded": len(reject_rows), "rules_engine": built.rules_engine},
+            "splits": {"ratios": rs.spec.curation.splits.model_dump(), "counts": counts,
+                       "row_kinds": {s: dict(sorted(Counter(r["row_kind"] for r in rows[s]).items())) for s in SPLITS},
+                       "groups": res.stats, "leakage": leak},
+            "cells": {"dims": built.dims, "counts": cells, "quotas": rs.spec.curation.quotas.model_dump(),
+                      "balance": balance.cells, "below_quota": balance.below_quota,
+                      "oversampled": sum(copies.values())},
+            "verdicts": built.verdicts,
+            "rejects": {"total": len(reject_rows),
+                        "by_code": dict(sorted(Counter(c for r in reject_rows for c in r["codes"]).items())),
+                        "by_stage": dict(sorted(Counter(r["stage"] for r in reject_rows).items()))},
+            "review": built.review,
+            "preference": built.preference,
+            **({"judge": built.judge["summary"]} if built.judge else {}),
+            "tokens": ({"counted": len(lens), **{k: v for k, v in percentiles(lens).items() if k[0] == "p"},
+                        "max": lens[-1], "over_max_seq_len": sum(n > profile.max_seq_len for n in lens)}
+                       if lens else None),
+        }
+        files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        manifest["snapshot_id"] = snapshot_id_of(files, spec_entries)
+        (tmp / CARD).write_text(dataset_card(manifest), encoding="utf-8")
+        files[CARD] = sha256_file(tmp / CARD)
+        manifest["files"] = dict(sorted(files.items()))
+        manifest["integrity"] = integrity_of(manifest)
+        if reuse is not None:
+            try:
+                previous = verify(reuse)
+            except SnapshotError:
+                previous = None
+            if previous is not None and previous["snapshot_id"] == manifest["snapshot_id"]:
+                shutil.rmtree(tmp, ignore_errors=True)
+                return FreezeResult(reuse, previous)
+        fsync_tree(tmp)
+        with open(tmp / MANIFEST, "wb") as f:  # last: a folder without it is not a snapshot
+            f.write(manifest_bytes(manifest))
+            f.flush()
+            os.fsync(f.fileno())
+        if final.exists():
+            raise SnapshotError(f"snapshot {name}@{version} appeared at {final} while freezing; nothing was replaced")
+        try:
+            os.rename(tmp, final)
+        except OSError as exc:  # another freeze of the same name@version won the race
+            raise SnapshotError(f"snapshot {name}@{version} appeared at {final} while freezing ({exc.strerror}); "
+                                "nothing was replaced") from None
+        fd = os.open(root, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a full disk, a write error: one line, and nothing left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SnapshotError(f"cannot write snapshot {name}@{version} under {root}: {exc.strerror or exc}; "
+                            "nothing was written") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return FreezeResult(final, manifest)
+
+
+def classes_of(rs: ResolvedSpec) -> dict:
+    """The classifier's label mapping, from the spec (so ids do not depend on which labels occurred)."""
+    from mashbill.curation.labels import class_names
+
+    kind = rs.spec.kind if rs.spec.kind != "preference" else "plan"
+    names, problem = class_names(kind, rs.output_schema, rs.taxonomy)
+    return {"names": names, "problem_type": problem}
+
+
+def table_of(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """The rows as an Arrow table, built column by column (about twice as fast as from_pylist at 100k rows)."""
+    return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in schema}, schema=schema)
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, compression="zstd", write_statistics=False)

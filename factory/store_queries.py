@@ -1,0 +1,238 @@
+"""The store's named reads (and the review write) that curation, review, reports, trainers and benches use.
+
+`Store` inherits these, so the store stays the one door to the data: no code outside `factory/` runs SQL on
+the store's connection (tests/test_layers.py enforces it). Each method answers one question and returns plain
+Python rows or an Arrow table; none takes SQL from its caller.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+
+REVIEW_COLUMNS = ("record_id", "reviewer", "status", "decision", "corrected_output", "correction_valid",
+                  "correction_issues", "response_values", "responded_at", "pulled_at", "dataset")
+
+
+def _in(values: Sequence) -> str:
+    return ", ".join("?" for _ in values)
+
+
+class StoreQueries:
+    con: object  # the DuckDB connection Store holds
+
+    @contextmanager
+    def _ids(self, name: str, ids: Sequence[str]) -> Iterator[None]:
+        """Register a one-column table of record ids for a join (far faster than a long IN list)."""
+        self.con.register(name, pa.table({"record_id": pa.array(list(ids), pa.string())}))
+        try:
+            yield
+        finally:
+            self.con.unregister(name)
+
+    # ------------------------------------------------------------ records and specs
+
+    def spec_status_counts(self, spec_name: str, spec_version: int) -> list[tuple[str, str, int]]:
+        """(spec hash, status, records) of every content hash a spec name@version was generated under."""
+        return self.con.execute(
+            "SELECT spec_hash, status, count(*) FROM records WHERE spec_name = ? AND spec_version = ? "
+            "GROUP BY ALL ORDER BY ALL", [spec_name, spec_version]).fetchall()
+
+    def status_counts(self, spec_hashes: Sequence[str] | None = None) -> dict[str, int]:
+        """Records per status, over some spec hashes (None: the whole store)."""
+        where, params = self._hash_filter(spec_hashes)
+        return dict(self.con.execute(f"SELECT status, count(*) FROM records {where} GROUP BY status "
+                                     "ORDER BY status", params).fetchall())
+
+    def failed_count(self, spec_name: str, kinds: Sequence[str]) -> int:
+        return self.con.execute(f"SELECT count(*) FROM records WHERE spec_name = ? AND status = 'failed' AND "
+                                f"kind IN ({_in(kinds)})", [spec_name, *kinds]).fetchone()[0]
+
+    def stored_specs(self, kinds: Sequence[str] | None = None,
+                     exclude_kinds: Sequence[str] | None = None) -> list[tuple[str, int, str, str]]:
+        """(name, version, hash, kind) of every spec with records, optionally only / not some kinds."""
+        where, params = [], []
+        if kinds:
+            where.append(f"kind IN ({_in(kinds)})")
+            params += list(kinds)
+        if exclude_kinds:
+            where.append(f"kind NOT IN ({_in(exclude_kinds)})")
+            params += list(exclude_kinds)
+        return self.con.execute("SELECT DISTINCT spec_name, spec_version, spec_hash, kind FROM records" +
+                                (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY ALL",
+                                params).fetchall()
+
+    def spec_paths(self) -> dict[str, list[str]]:
+        """spec hash -> the spec file paths its runs recorded (`args.spec_path`)."""
+        out: dict[str, list[str]] = {}
+        for shash, path in self.con.execute(
+                "SELECT DISTINCT spec_hash, json_extract_string(args, '$.spec_path') FROM runs "
+                "WHERE args IS NOT NULL ORDER BY ALL").fetchall():
+            if path:
+                out.setdefault(shash, []).append(path)
+        return out
+
+    def record_runs(self, record_ids: Sequence[str]) -> dict[str, str]:
+        """record id -> the run that produced it."""
+        if not record_ids:
+            return {}
+        with self._ids("_q_ids", record_ids):
+            return dict(self.con.execute("SELECT record_id, run_id FROM records JOIN _q_ids USING (record_id)")
+                        .fetchall())
+
+    def run_ids(self, spec_hash: str, *, answered: bool = True) -> list[str]:
+        """Runs that stored records of a spec hash (with `answered`, only records that are not 'failed')."""
+        extra = " AND status <> 'failed'" if answered else ""
+        return [r[0] for r in self.con.execute(f"SELECT DISTINCT run_id FROM records WHERE spec_hash = ?{extra} "
+                                               "ORDER BY run_id", [spec_hash]).fetchall()]
+
+    def record_models(self, spec_hash: str) -> dict[str, str]:
+        """record id -> the teacher model of its run ('unknown' when the run is gone)."""
+        return dict(self.con.execute(
+            "SELECT r.record_id, coalesce(u.model, 'unknown') FROM records r LEFT JOIN runs u USING (run_id) "
+            "WHERE r.spec_hash = ?", [spec_hash]).fetchall())
+
+    def runs_info(self, run_ids: Sequence[str]) -> list[dict]:
+        """Provenance of some runs: spec, backend, model, its hash, model info and sampling (JSON decoded)."""
+        if not run_ids:
+            return []
+        rows = self.con.execute(
+            "SELECT run_id, spec_name, spec_version, backend, model, model_sha256, model_info, sampling FROM runs "
+            f"WHERE run_id IN ({_in(run_ids)}) ORDER BY run_id", list(run_ids)).fetchall()
+        return [{"run_id": r[0], "spec_name": r[1], "spec_version": r[2], "backend": r[3], "model": r[4],
+                 "model_sha256": r[5], "model_info": json.loads(r[6]) if r[6] else {},
+                 "sampling": json.loads(r[7]) if r[7] else {}} for r in rows]
+
+    def record_timeline(self, spec_hashes: Sequence[str] | None = None) -> list[tuple[str, str, str]]:
+        """(run id, spec name@version, status) of each record, in the order each run stored them."""
+        where, params = self._hash_filter(spec_hashes)
+        return self.con.execute(
+            f"SELECT run_id, spec_name || '@' || spec_version, status FROM records {where} "
+            "ORDER BY run_id, created_at, record_id", params).fetchall()
+
+    def call_latencies(self, spec_hashes: Sequence[str] | None = None) -> list[float]:
+        """Latency of every teacher call for records of some spec hashes, in call order."""
+        where, params = self._hash_filter(spec_hashes)
+        return [r[0] for r in self.con.execute(
+            f"SELECT c.latency_s FROM teacher_calls c WHERE c.record_id IN (SELECT record_id FROM records {where}) "
+            "ORDER BY c.created_at, c.call_id", params).fetchall()]
+
+    def call_totals(self) -> tuple[int | None, int | None, int | None]:
+        """(prompt, prefix-cached, completion) tokens over all teacher calls without an error."""
+        return self.con.execute("SELECT sum(prompt_tokens), sum(cached_tokens), sum(completion_tokens) "
+                                "FROM teacher_calls WHERE error IS NULL").fetchone()
+
+    def _hash_filter(self, spec_hashes: Sequence[str] | None) -> tuple[str, list]:
+        if not spec_hashes:
+            return "", []
+        return f"WHERE spec_hash IN ({_in(spec_hashes)})", list(spec_hashes)
+
+    # ------------------------------------------------------------ verdicts and validation marks
+
+    def verdict_rows(self, spec_hash: str) -> list[tuple[str, str, str, str, str | None]]:
+        """(record id, stage, code, severity, detail) of every verdict on a spec hash's records."""
+        return self.con.execute(
+            "SELECT v.record_id, v.stage, v.code, v.severity, v.detail FROM verdicts v JOIN records r "
+            "USING (record_id) WHERE r.spec_hash = ? ORDER BY v.record_id, v.stage, v.code", [spec_hash]).fetchall()
+
+    def verdict_counts(self, spec_hash: str | None = None) -> dict[str, int]:
+        """Verdicts per code, on one spec hash's records (None: the whole store), sorted by code."""
+        if spec_hash is None:
+            rows = self.con.execute("SELECT code, count(*) FROM verdicts GROUP BY code ORDER BY code").fetchall()
+        else:
+            rows = self.con.execute(
+                "SELECT code, count(*) FROM verdicts WHERE record_id IN (SELECT record_id FROM records WHERE "
+                "spec_hash = ?) GROUP BY code ORDER BY code", [spec_hash]).fetchall()
+        return dict(rows)
+
+    def records_with_codes(self, codes: Sequence[str]) -> int:
+        """How many records carry a verdict with one of these codes."""
+        return self.con.execute(f"SELECT count(DISTINCT record_id) FROM verdicts WHERE code IN ({_in(codes)})",
+                                list(codes)).fetchone()[0]
+
+    def latest_marks(self, spec_hash: str) -> dict[str, tuple[bool, str]]:
+        """record id -> (passed, validation id) of the latest validation pass that covered it."""
+        return {r[0]: (r[1], r[2]) for r in self.con.execute(
+            "SELECT record_id, arg_max(passed, validated_at), arg_max(validation_id, validated_at) "
+            "FROM record_validations WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) "
+            "GROUP BY record_id", [spec_hash]).fetchall()}
+
+    def validation_ids(self, spec_hash: str) -> list[str]:
+        """Every validation run that covered some record of a spec hash."""
+        return [r[0] for r in self.con.execute(
+            "SELECT DISTINCT validation_id FROM record_validations WHERE record_id IN "
+            "(SELECT record_id FROM records WHERE spec_hash = ?) ORDER BY 1", [spec_hash]).fetchall()]
+
+    # ------------------------------------------------------------ review decisions
+
+    def review_rows(self, *, spec_hashes: Sequence[str] | None = None, record_ids: Sequence[str] | None = None,
+                    submitted: bool = False) -> list[dict]:
+        """Review decisions as dicts (REVIEW_COLUMNS), for records of some spec hashes or some record ids."""
+        cols = ", ".join(f"d.{c}" for c in REVIEW_COLUMNS)
+        where, params = [], []
+        if spec_hashes:
+            where.append(f"d.record_id IN (SELECT record_id FROM records WHERE spec_hash IN ({_in(spec_hashes)}))")
+            params += list(spec_hashes)
+        if submitted:
+            where.append("d.status = 'submitted'")
+        sql = f"SELECT {cols} FROM review_decisions d"
+        if record_ids is not None:
+            if not record_ids:
+                return []
+            sql += " JOIN _q_rev USING (record_id)"
+        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY d.record_id, d.reviewer"
+        if record_ids is None:
+            rows = self.con.execute(sql, params).fetchall()
+        else:
+            with self._ids("_q_rev", record_ids):
+                rows = self.con.execute(sql, params).fetchall()
+        return [dict(zip(REVIEW_COLUMNS, r)) for r in rows]
+
+    def write_review_decisions(self, rows: Sequence[dict]) -> tuple[int, int]:
+        """Insert review rows (dicts of REVIEW_COLUMNS), replacing each (record, reviewer)'s earlier row; one
+        transaction. Returns (stored, replaced)."""
+        if not rows:
+            return 0, 0
+        types = {"correction_valid": pa.bool_(), "responded_at": pa.timestamp("us"), "pulled_at": pa.timestamp("us")}
+        table = pa.table({c: pa.array([r[c] for r in rows], types.get(c, pa.string())) for c in REVIEW_COLUMNS})
+        with self.transaction() as con:
+            con.register("_new", table)
+            replaced = con.execute("SELECT count(*) FROM review_decisions d JOIN _new n "
+                                   "ON d.record_id = n.record_id AND d.reviewer = n.reviewer").fetchone()[0]
+            con.execute("DELETE FROM review_decisions USING _new n "
+                        "WHERE review_decisions.record_id = n.record_id AND review_decisions.reviewer = n.reviewer")
+            con.execute(f"INSERT INTO review_decisions ({', '.join(REVIEW_COLUMNS)}) "
+                        f"SELECT {', '.join(REVIEW_COLUMNS)} FROM _new")
+            con.unregister("_new")
+        return len(rows), replaced
+
+    def usable(self, spec_hash: str, *, require_review: bool = False, validator=None, recheck_for=None) -> list:
+        """Every record of a spec hash with the one answer to "is it usable?" (factory.usable.record_states)."""
+        from mashbill.factory.usable import record_states
+
+        return record_states(self, spec_hash, require_review=require_review, validator=validator,
+                             recheck_for=recheck_for)
+
+    # ------------------------------------------------------------ events
+
+    def events_of(self, kind: str) -> list[tuple]:
+        """(timestamp, decoded detail) of every event of a kind, oldest first."""
+        return [(ts, json.loads(d) if d else {}) for ts, d in self.con.execute(
+            "SELECT ts, detail FROM events WHERE kind = ? ORDER BY ts", [kind]).fetchall()]
+
+    # ------------------------------------------------------------ router datasets
+
+    def router_outcomes(self, sources: Sequence[str] | None = None) -> pa.Table:
+        """Outcome rows (optionally of some sources), ordered by query, model and source."""
+        where = f"WHERE source IN ({_in(sources)})" if sources else ""
+        return self.con.sql(
+            "SELECT query_id, model, source, correct, score, judge, cost, latency_s, tokens_in, tokens_out "
+            f"FROM router_outcomes {where} ORDER BY query_id, model, source",
+            params=list(sources) if sources else None).to_arrow_table()
+
+    def router_texts(self) -> dict[str, str]:
+        """query id -> query text of every stored router query."""
+        return dict(self.con.execute("SELECT query_id, text FROM router_queries ORDER BY query_id").fetchall())

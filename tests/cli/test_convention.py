@@ -1,0 +1,166 @@
+"""The one CLI convention (mashbill/cli/_common.py, `mashbill --help`): --store with MASHBILL_STORE on every
+command that reads or writes a store, environment variables only through click's envvar= and shown in --help,
+--json on every command that prints results (and it parses), the four exit codes, bad input in one line."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from mashbill.cli import EPILOG, main
+from mashbill.cli._common import DEFAULT_STORE, STORE_ENV
+from tests.cli.conftest import error_lines, invoke
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ["specs", "factory", "validators", "curation", "trainers", "exporters", "mashbill"]
+
+# Commands that read or write no store through --store, and why.
+NO_STORE = {
+    "codes": "the code registry only",
+    "merge": "its stores are its arguments (OUT_STORE SHARD_STORE...), as the SLURM merge job calls it",
+    "predict": "an exported artifact",
+    "release check": "exported artifacts", "release tag": "exported artifacts", "release verify": "exported artifacts",
+    "review serve": "the review server's home", "review status": "the review server's home",
+    "review stop": "the review server's home",
+    "slurm generate": "writes scripts; the shard stores live under --store-root on the cluster",
+    "spec check": "spec files", "spec lock": "spec files", "spec ls": "spec files", "spec show": "spec files",
+}
+
+
+def _leaves(cmd=main, path=()):
+    ctx = click.Context(main)
+    if isinstance(cmd, click.Group):
+        for name in cmd.list_commands(ctx):
+            yield from _leaves(cmd.get_command(ctx, name), (*path, name))
+    else:
+        yield " ".join(path), cmd
+
+
+LEAVES = dict(_leaves())
+
+
+def test_every_command_is_listed_and_loads():
+    top = {name.split()[0] for name in LEAVES}
+    assert top == {"generate", "validate", "snapshot", "review", "report", "dump", "sql", "merge", "spec", "codes",
+                   "router", "judge", "train", "export", "release", "predict", "slurm", "quickstart"}
+    # tests mirror the tree: one test file (at least) per command module
+    for name in top:
+        assert list((ROOT / "tests" / "cli").glob(f"test_{name}*.py")), f"no tests/cli/test_{name}*.py"
+
+
+def test_store_option_is_the_shared_one_everywhere():
+    without = []
+    for name, cmd in LEAVES.items():
+        store = next((p for p in cmd.params if p.name == "store_path"), None)
+        if store is None:
+            without.append(name)
+            continue
+        assert store.opts == ["--store"] and store.envvar == STORE_ENV and store.show_envvar, name
+        assert store.default in (DEFAULT_STORE, None), name  # None: the config's or the run's store
+    assert sorted(without) == sorted(NO_STORE)
+
+
+@pytest.mark.parametrize("argv", [
+    ["sql", "SELECT count(*) AS n FROM records"],
+    ["snapshot", "ls"],
+    ["snapshot", "verify", "cli@1"],
+    ["snapshot", "diff", "cli@1", "cli@1"],
+    ["snapshot", "pull", "cli@1"],
+    ["report", "cli@1", "--out", "{tmp}/r.html"],
+], ids=lambda a: " ".join(a[:2]))
+def test_mashbill_store_is_honoured_and_json_parses(cli_store, tmp_path, argv):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    res = invoke(*argv, "--json", env={"MASHBILL_STORE": str(cli_store.store)})
+    assert res.exit_code == 0, res.output
+    assert isinstance(json.loads(res.stdout), (dict, list))  # the whole of stdout is one JSON document
+    elsewhere = invoke(*argv, "--json", env={"MASHBILL_STORE": str(tmp_path / "empty")})
+    assert elsewhere.exit_code != 0 or elsewhere.stdout != res.stdout  # the variable, not a default, chose the store
+
+
+def test_every_command_that_prints_results_takes_json():
+    missing = [name for name, cmd in LEAVES.items() if not any(p.name == "as_json" for p in cmd.params)]
+    assert missing == []
+    for name, cmd in LEAVES.items():
+        opt = next(p for p in cmd.params if p.name == "as_json")
+        assert opt.opts == ["--json"] and opt.is_flag, name
+
+
+def _env_options():
+    return {(name, p.opts[0]): p for name, cmd in LEAVES.items() for p in cmd.params if getattr(p, "envvar", None)}
+
+
+def test_environment_variables_are_options_shown_in_help_and_listed_in_the_epilog():
+    options = _env_options()
+    used = {p.envvar for p in options.values()}
+    assert all(p.show_envvar for p in options.values()), [k for k, p in options.items() if not p.show_envvar]
+    listed = set(re.findall(r"\b(?:MASHBILL|ARGILLA)_[A-Z_]+\b", EPILOG))
+    assert listed == used | {"MASHBILL_CACHE"}  # the epilog names every variable an option reads, and no other
+    help_text = invoke("--help").stdout
+    for line in ("0  ok", "1  findings", "2  bad input", "3  guard stop"):
+        assert line in help_text
+    assert "[env var: MASHBILL_STORE; default: ./mashbill-data]" in " ".join(invoke("sql", "--help").stdout.split())
+
+
+def _env_reads(path: Path) -> list[str]:
+    """os.environ / os.getenv reads of MASHBILL_* or ARGILLA_* names in a file, as 'file:line NAME'."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        key = None
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("os.environ.get", "os.getenv") and node.args:
+            key = node.args[0]
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" \
+                and isinstance(node.ctx, ast.Load):  # setting a variable for a child process is not reading one
+            key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.startswith(("MASHBILL_",
+                                                                                                  "ARGILLA_")):
+            found.append(f"{path}:{node.lineno} {key.value}")
+    return found
+
+
+def test_settings_are_read_from_the_environment_only_through_click():
+    reads = [r for layer in LAYERS for p in sorted((ROOT / layer).rglob("*.py")) for r in _env_reads(p)]
+    # the one exception, MASHBILL_CACHE, is read once, by name, in mashbill/paths.py (the library needs it wherever
+    # it builds something)
+    assert reads == []
+    assert 'CACHE_ENV = "MASHBILL_CACHE"' in (ROOT / "mashbill" / "paths.py").read_text(encoding="utf-8")
+    cli = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "mashbill" / "cli").glob("*.py"))
+    assert "os.environ" not in cli and "getenv" not in cli
+
+
+def test_the_detector_finds_an_environment_read(tmp_path):
+    f = tmp_path / "probe.py"
+    f.write_text('import os\nx = os.environ.get("MASHBILL_X")\ny = os.environ["ARGILLA_Y"]\nz = os.getenv("HOME")\n'
+                 'os.environ["ARGILLA_Z"] = "1"\n', encoding="utf-8")
+    assert [r.split()[1] for r in _env_reads(f)] == ["MASHBILL_X", "ARGILLA_Y"]
+
+
+def test_exit_codes_are_the_named_constants():
+    """No bare exit numbers in the CLI: every sys.exit/SystemExit/ctx.exit uses EXIT_* (or a MashbillError)."""
+    bare = []
+    for p in sorted((ROOT / "mashbill" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("sys.exit", "SystemExit", "ctx.exit") \
+                    and node.args and not re.fullmatch(r"EXIT_\w+|EXIT_\w+ if .+ else EXIT_\w+",
+                                                       ast.unparse(node.args[0])):
+                bare.append(f"{p.name}:{node.lineno} {ast.unparse(node)}")
+    assert bare == []
+
+
+def test_out_is_always_what_the_command_writes():
+    """--out is the path of the command's own output; the folder snapshots are written into is --dir."""
+    for (name, opt), p in {(n, q.opts[0]): q for n, c in LEAVES.items() for q in c.params
+                           if isinstance(q, click.Option)}.items():
+        if "snapshots folder" in (p.help or "").lower():
+            assert opt == "--dir", f"{name} {opt}: {p.help}"
+    assert "--out" not in [q.opts[0] for q in LEAVES["snapshot freeze"].params]
+
+
+@pytest.mark.parametrize("name", sorted(LEAVES))
+def test_an_unknown_option_is_bad_input_in_one_line(name):
+    res = invoke(*name.split(), "--no-such-option")
+    assert res.exit_code == 2 and len(error_lines(res)) == 1 and "--no-such-option" in res.stderr, res.output
