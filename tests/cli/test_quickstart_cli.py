@@ -8,7 +8,7 @@ from tests.conftest import run_cli
 
 
 def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(quickstart):
-    tmp_path, proc = quickstart  # one quick start per session (tests/conftest.py); tests/test_chain.py trains on it
+    tmp_path, proc = quickstart  # one quick start per session (tests/conftest.py); test_quickstart_chain trains on it
     store_dir = tmp_path / "mashbill-data"
     assert str(store_dir.resolve()) in proc.stdout.replace("\n", "")  # it says where the store is
     with Store.open(store_dir, read_only=True) as store:
