@@ -1,21 +1,29 @@
 """`snapshot freeze` throughput on a large synthetic store (issue 11: goal >= 200,000 rows/s at 260,000 records).
 
-    python bench/freeze.py [--records 260000] [--repeat 1]
+    python bench/freeze.py [--records 260000] [--repeat 1] [--before REV]
 
 The store is built once (accepted plan records of the library's quickstart-plan@2 spec, one validation
 run over all of them, a few review decisions) and cached under ~/.cache/mashbill/bench/; a rerun reuses it.
 Each repeat freezes it with tokens=False into a fresh folder and times the whole `freeze` call (open the
 store, select, balance, split, write Parquet, manifest). Queries are random pseudo-word sentences, and every
 500th is a near duplicate of the one before, so grouping and the split have real work. Last line: machine-readable.
+
+With `--before REV` (a git revision, e.g. the commit before a speed change) the same store is also frozen by
+that revision's code (`git archive` into a temporary folder, imported ahead of this checkout), each freeze in
+its own process, and the two are printed side by side with CPU seconds (steadier than wall time on a shared
+machine); the bench then checks that both snapshots hold byte-identical files (the manifest may differ only in
+frozen_at, integrity and the store path) and exits 1 when they do not.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -86,10 +94,107 @@ def build(path: Path, n: int) -> None:
     tmp.rename(path)
 
 
-def main() -> None:
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("specs", "factory", "validators", "curation", "trainers", "exporters")
+
+
+def checkout(rev: str, dest: Path) -> Path:
+    """REV's source as an importable `mashbill` package under dest (the layers mapped as pyproject maps them)."""
+    src = dest / "src"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    pkg = dest / "pkg"
+    shutil.copytree(src / "mashbill", pkg / "mashbill")
+    for layer in LAYERS:
+        (pkg / "mashbill" / layer).symlink_to(src / layer)
+    return pkg
+
+
+def child(store: Path, out: Path) -> None:
+    """One timed freeze in this process; prints one JSON line."""
+    from mashbill.curation.snapshot import freeze
+
+    import mashbill
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = freeze(find_spec(SPEC), store_path=store, name="bench", version="1", out_dir=out, tokens=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rows = sum(res.manifest["splits"]["counts"].values()) + res.manifest["rejects"]["total"]
+    print(json.dumps({"wall": wall, "cpu": cpu, "rows": rows, "path": str(res.path), "code": mashbill.__file__,
+                      "records": res.manifest["selection"]["records"]}))
+
+
+def timed(store: Path, out: Path, pythonpath: Path | None = None) -> dict:
+    env = dict(os.environ)
+    if pythonpath is not None:  # ahead of the editable install's finder, so REV's code is what runs
+        env["PYTHONPATH"] = str(pythonpath)
+    proc = subprocess.run([sys.executable, __file__, "--child", str(store), str(out)], env=env, capture_output=True,
+                          text=True)
+    if proc.returncode:
+        sys.exit(f"freeze failed ({'before' if pythonpath else 'after'}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def same_snapshot(a: Path, b: Path) -> list[str]:
+    """What differs between two snapshot folders, beyond the manifest's frozen_at, integrity and store path."""
+    fa = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
+    fb = sorted(p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file())
+    if fa != fb:
+        return [f"files: {sorted(set(fa) ^ set(fb))}"]
+    bad = []
+    for f in fa:
+        if f == "manifest.json":
+            ma, mb = json.loads((a / f).read_text()), json.loads((b / f).read_text())
+            for k in sorted(set(ma) | set(mb)):
+                if ma.get(k) != mb.get(k) and k not in ("frozen_at", "integrity", "store"):
+                    bad.append(f"manifest.{k}")
+            if {k: v for k, v in ma["store"].items() if k != "path"} != {k: v for k, v in mb["store"].items()
+                                                                          if k != "path"}:
+                bad.append("manifest.store")
+        elif (a / f).read_bytes() != (b / f).read_bytes():
+            bad.append(f)
+    return bad
+
+
+def compare(store: Path, rev: str, repeat: int, n: int) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="mashbill-freeze-before-"))
+    try:
+        pkg = checkout(rev, tmp / "rev")
+        before, after, diffs = [], [], []
+        for k in range(repeat):
+            b = timed(store, tmp / f"before-{k}", pkg)
+            a = timed(store, tmp / f"after-{k}")
+            assert b["code"].startswith(str(pkg)) and not a["code"].startswith(str(tmp)), (b["code"], a["code"])
+            diffs = same_snapshot(Path(b["path"]), Path(a["path"]))
+            before.append(b)
+            after.append(a)
+            print(f"run {k + 1}: before {b['wall']:.2f}s wall {b['cpu']:.2f}s cpu | after {a['wall']:.2f}s wall "
+                  f"{a['cpu']:.2f}s cpu | {a['rows']} rows | identical: {not diffs}", flush=True)
+        bw, bc = min(r["wall"] for r in before), min(r["cpu"] for r in before)
+        aw, ac = min(r["wall"] for r in after), min(r["cpu"] for r in after)
+        print(f"{'':12}{'before ' + rev[:12]:>22}{'after':>14}{'ratio':>8}")
+        print(f"{'wall s':12}{bw:22.2f}{aw:14.2f}{bw / aw:8.2f}")
+        print(f"{'cpu s':12}{bc:22.2f}{ac:14.2f}{bc / ac:8.2f}")
+        print(f"{'records/s':12}{n / bw:22,.0f}{n / aw:14,.0f}")
+        if diffs:
+            print(f"NOT IDENTICAL: {diffs}")
+        print(f"records={n} before_s={bw:.2f} after_s={aw:.2f} before_cpu_s={bc:.2f} after_cpu_s={ac:.2f} "
+              f"before_rows_per_s={n / bw:.0f} freeze_rows_per_s={n / aw:.0f} speedup_cpu={bc / ac:.2f} "
+              f"identical={int(not diffs)} goal_rows_per_s=200000 load1={os.getloadavg()[0]:.2f}")
+        return 1 if diffs else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        child(Path(sys.argv[2]), Path(sys.argv[3]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=260_000)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--before", metavar="REV", help="also freeze with this git revision's code and compare")
     args = ap.parse_args()
     from mashbill.curation.snapshot import freeze
 
@@ -99,6 +204,8 @@ def main() -> None:
         t0 = time.perf_counter()
         build(store, args.records)
         print(f"built {store} with {args.records} records in {time.perf_counter() - t0:.1f}s", flush=True)
+    if args.before:
+        return compare(store, args.before, args.repeat, args.records)
     spec = find_spec(SPEC)
     best = None
     for k in range(args.repeat):
@@ -116,6 +223,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"records={args.records} freeze_s={best:.2f} freeze_rows_per_s={args.records / best:.0f} "
           f"goal_rows_per_s=200000 load1={load:.2f}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -14,12 +14,22 @@ from typing import Sequence
 from mashbill.validators.dedup import UnionFind
 
 
-def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,
-                            bands: int = 16) -> list[int]:
-    """A cluster number per text; texts with estimated Jaccard >= threshold share one (transitively)."""
-    from mashbill.validators.dedup import candidate_pairs, estimate, normalize, signatures
+def normalized(texts: Sequence[str]) -> list[str]:
+    """`validators.dedup.normalize` of each text, each distinct text normalised once."""
+    from mashbill.validators.dedup import normalize
 
-    norms = [normalize(t or "") for t in texts]
+    seen: dict[str, str] = {}
+    return [seen[t] if t in seen else seen.setdefault(t, normalize(t)) for t in (t or "" for t in texts)]
+
+
+def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,
+                            bands: int = 16, norms: Sequence[str] | None = None) -> list[int]:
+    """A cluster number per text; texts with Jaccard >= threshold (LSH candidates confirmed on the exact shingle
+    sets, as in dedup) share one (transitively). `norms`: the texts already normalised (`normalized(texts)`),
+    when the caller needs them too."""
+    from mashbill.validators.dedup import near_pairs
+
+    norms = list(norms) if norms is not None else normalized(texts)
     keys = [str(i) for i in range(len(texts))]
     uf = UnionFind(keys)
     first: dict[str, int] = {}
@@ -29,19 +39,17 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
             uf.union(keys[j], keys[i])
     uniq = sorted(first.values())
     if len(uniq) >= 2:
-        sig = signatures([norms[i] for i in uniq], shingle=shingle, num_perm=num_perm)
-        pairs = candidate_pairs(sig, bands)
-        if len(pairs):
-            # keep the pairs at or above the threshold in numpy: most LSH candidates fall below it
-            for a, b in pairs[estimate(sig, pairs) >= threshold].tolist():
-                uf.union(keys[uniq[a]], keys[uniq[b]])
+        pairs, _ = near_pairs([norms[i] for i in uniq], threshold, shingle=shingle, num_perm=num_perm, bands=bands)
+        for a, b in pairs.tolist():
+            uf.union(keys[uniq[a]], keys[uniq[b]])
     roots: dict[str, int] = {}
     return [roots.setdefault(uf.find(k), len(roots)) for k in keys]
 
 
-def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: float) -> list[tuple[str, str]]:
+def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: float,
+                         norms: Sequence[str] | None = None) -> list[tuple[str, str]]:
     """Pairs of keys whose texts are near duplicates (the validators' MinHash clusters where available)."""
-    clusters = near_duplicate_clusters(texts, threshold)
+    clusters = near_duplicate_clusters(texts, threshold, norms=norms)
     first: dict[int, str] = {}
     pairs = []
     for key, c in zip(keys, clusters):

@@ -30,7 +30,8 @@ def canonical_category(name: str, meta: dict) -> str:
 def plan_categories(output: Any, meta: dict) -> list[str]:
     if not isinstance(output, list):
         return []
-    return [canonical_category(t["category"], meta) for t in output
+    renamed = meta.get("taxonomy_renamed") or {}  # canonical_category, looked up once per plan
+    return [renamed.get(t["category"], t["category"]) for t in output
             if isinstance(t, dict) and isinstance(t.get("category"), str)]
 
 

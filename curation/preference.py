@@ -27,7 +27,7 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from mashbill.curation.rules import failing_codes, score
 from mashbill.validators.checker import RecordChecker
@@ -47,6 +47,7 @@ PREF_NO_EDIT = "PREF005"
 PREF_JUDGE_INCONSISTENT = "PREF006"  # the two orders of a pair disagree (position bias)
 PREF_JUDGE_MARGIN = "PREF007"  # the judge's margin is below min_judge_margin
 PREF_JUDGE_ERROR = "PREF008"  # the judge preferred a sample that fails a hard rule over one that passes
+PREF_CHOSEN_UNUSABLE = "PREF009"  # the judge preferred a sample the usability rules leave out
 
 PREFERENCE_EDITS = ("precision-to-llm", "drop-legal-paragraph", "drop-research", "research-after-code",
                     "break-tool-args", "drop-domain")
@@ -245,9 +246,13 @@ def _make(source: str, rule: str, rec_id: str, inputs: dict, meta: dict, prompt,
 
 
 def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
-                judgments: list[dict] | None = None) -> PairBuild:
+                judgments: list[dict] | None = None, unusable: Mapping[str, Any] | None = None) -> PairBuild:
     """All checked pairs of a preference spec: rule edits and human corrections of the source spec's selected
-    records, and teacher samples stored under the preference spec."""
+    records, and teacher samples stored under the preference spec.
+
+    `unusable`: sample id -> its `factory.usable.Usability` for the samples the one usability answer leaves
+    out (rejected by a reviewer, by their latest validation pass, by the judge). Such a sample is never
+    `chosen`; it may still be `rejected`, which is what a worse sample is for."""
     cfg = rs.spec.curation.preference
     src = src_sel.rs
     checker = RecordChecker.for_spec(src)
@@ -288,6 +293,7 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
                 out.reject(pair, PREF_CHOSEN_FAILS, f"the correction fails {chosen_codes}")
             else:
                 out.add(pair, seen)  # the reviewer's correction is the human rejection of the original
+    unusable = unusable or {}
     if "teacher" in cfg.sources:
         pchecker = RecordChecker.for_spec(rs)
         groups: dict[str, list[tuple[Record, list[str], int]]] = {}
@@ -301,14 +307,20 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
             if rec.output is None and not rec.raw:
                 continue
             groups.setdefault(rec.meta.get("group", rec.id), []).append((rec, failing_codes(findings), score(findings)))
-        no_passing = 0
+        no_passing = left_out = 0
         for gid in sorted(groups):
             members = sorted(groups[gid], key=lambda m: (-m[2], m[0].id))
-            best, best_codes, best_score = members[0]
-            if best_codes or best.output is None:
+            usable = [m for m in members if m[0].id not in unusable]
+            if not usable or usable[0][1] or usable[0][0].output is None:
                 no_passing += 1
                 continue
-            for rec, r_codes, r_score in members[1:]:
+            best, best_codes, best_score = usable[0]
+            for rec, r_codes, r_score in members:
+                if rec.id == best.id:
+                    continue
+                if rec.id in unusable and not r_codes:
+                    left_out += 1  # passes every rule but is left out (e.g. a reviewer rejected it): no pair
+                    continue
                 rejected = rec.output if rec.output is not None else rec.raw
                 inputs = {k: v for k, v in rec.input.items() if k != "sample"}
                 pair = _make("teacher", "+".join(r_codes) or "none", best.id, inputs, best.meta, best.messages,
@@ -318,25 +330,28 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
                 else:
                     out.add(pair, seen)
         out.notes["teacher_queries_without_a_passing_sample"] = no_passing
+        out.notes["teacher_samples_left_out"] = left_out
         out.notes["teacher_queries"] = len(groups)
     if "judge" in cfg.sources:
-        judge_pairs(rs, samples, judgments or [], out, seen)
+        judge_pairs(rs, samples, judgments or [], out, seen, unusable)
     for s in ("rule", "teacher", "human", *(["judge"] if "judge" in cfg.sources else [])):
         out.counts.setdefault(s, 0)
     return out
 
 
 def judge_pairs(rs: ResolvedSpec, samples: list[Record], judgments: list[dict], out: PairBuild,
-                seen: set[str]) -> None:
+                seen: set[str], unusable: Mapping[str, Any] | None = None) -> None:
     """Add the judge's pairs to `out`; count what was dropped and why.
 
     Every two accepted samples x, y of one query were judged in both orders (`factory.judge`, mode pairs):
     order 1 shows x first, order 2 shows y first. The pair is kept when both orders prefer the same sample
     (otherwise PREF006: position bias), the mean difference of the two orders reaches `min_judge_margin`
     (PREF007), and the preferred sample does not fail a hard rule that the other passes (PREF008, a judge
-    error).
+    error); a preferred sample that the usability rules leave out (`unusable`, see `build_pairs`) is dropped
+    (PREF009).
     """
     cfg = rs.spec.curation.preference
+    unusable = unusable or {}
     by_id = {r.id: r for r in samples if r.status == "accepted" and r.output is not None}
     checker = RecordChecker.for_spec(rs)
     hard = {rid: failing_codes(checker.check(r.input, r.output, r.meta)) for rid, r in by_id.items()}
@@ -375,6 +390,10 @@ def judge_pairs(rs: ResolvedSpec, samples: list[Record], judgments: list[dict], 
             out.reject(pair, PREF_JUDGE_ERROR, f"the judge preferred a plan failing {hard[win]} over one that passes")
         elif hard[win]:
             out.reject(pair, PREF_CHOSEN_FAILS, f"both samples fail a rule; the preferred one fails {hard[win]}")
+        elif win in unusable:
+            u = unusable[win]
+            out.reject(pair, PREF_CHOSEN_UNUSABLE, f"the preferred sample is left out at {u.stage} "
+                                                   f"({', '.join(u.codes)})")
         else:
             out.add(pair, seen)
     for k, v in notes.items():

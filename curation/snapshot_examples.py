@@ -35,17 +35,29 @@ class Example:
     group_links: list[str] = field(default_factory=list)  # other keys this example must share a split with
     inputs: dict = field(default_factory=dict)  # the record's input (for curation.group_by), not written
 
-    def row(self, split_group: str, copy: int, n_tokens: int | None) -> dict:
-        return {"example_id": self.key, "record_id": self.record_id, "row_kind": self.row_kind, "spec": self.spec,
-                "source": self.source, "rule": self.rule, "query": self.query, "lang": self.lang,
-                "labels": canonical_json(self.labels), "cell": self.cell, "class_labels": self.class_labels,
-                "prompt": self.prompt, "completion": self.completion, "rejected": self.rejected,
-                "rejected_codes": self.rejected_codes, "turns": self.turns, "group": split_group, "copy": copy,
-                "n_tokens": n_tokens}
-
     @property
     def conversation(self) -> list[dict]:
         return self.turns or [*self.prompt, {"role": "assistant", "content": self.completion}]
+
+
+def columns(rows: list[tuple[Example, int]], groups: dict[str, str], n_tokens: dict[str, int | None]
+            ) -> dict[str, list]:
+    """A split's rows (example, copy) as the snapshot schema's columns (`snapshot_format.SCHEMA`), built column
+    by column from the examples, without a dict per row (most of a large freeze's write time went there)."""
+    labels: dict[str, str] = {}
+    for e, _ in rows:  # once per example, not per oversampled copy
+        if e.key not in labels:
+            labels[e.key] = canonical_json(e.labels)
+    es = [e for e, _ in rows]
+    return {"example_id": [e.key for e in es], "record_id": [e.record_id for e in es],
+            "row_kind": [e.row_kind for e in es], "spec": [e.spec for e in es], "source": [e.source for e in es],
+            "rule": [e.rule for e in es], "query": [e.query for e in es], "lang": [e.lang for e in es],
+            "labels": [labels[e.key] for e in es], "cell": [e.cell for e in es],
+            "class_labels": [e.class_labels for e in es], "prompt": [e.prompt for e in es],
+            "completion": [e.completion for e in es], "rejected": [e.rejected for e in es],
+            "rejected_codes": [e.rejected_codes for e in es], "turns": [e.turns for e in es],
+            "group": [groups[e.key] for e in es], "copy": [c for _, c in rows],
+            "n_tokens": [n_tokens.get(e.key) for e in es]}
 
 
 def example_key(*parts: Any) -> str:
@@ -58,15 +70,34 @@ def class_list(value) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _sft_key(messages, completion: str, shared: dict[tuple[str, str], str]) -> str:
+    """example_key("sft", messages, completion), with each system message's canonical JSON encoded once per
+    freeze: the system prompt is the same long text in every record. The bytes hashed are the same, since a
+    JSON array is its items' encodings joined by commas."""
+    parts = []
+    for m in messages:
+        if m.get("role") == "system" and len(m) == 2 and isinstance(m.get("content"), str):
+            k = (m["role"], m["content"])
+            part = shared.get(k)
+            if part is None:
+                part = shared[k] = canonical_json(m)
+        else:
+            part = canonical_json(m)
+        parts.append(part)
+    text = '["sft",[' + ",".join(parts) + "]," + canonical_json(completion) + "]"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def sft_examples(sel: Selection, dims: list[str]) -> list[Example]:
     spec = sel.rs.spec
     out = []
+    shared: dict[tuple[str, str], str] = {}
     for cand in sel.candidates:
         rec = cand.record
         completion = canonical_json(cand.output)
         labels = labels_of(dims, spec.kind, rec.input, cand.output, rec.meta)
         out.append(Example(
-            example_key("sft", list(rec.messages), completion), rec.id, "sft", spec.ref, cand.origin, None,
+            _sft_key(rec.messages, completion, shared), rec.id, "sft", spec.ref, cand.origin, None,
             rec.input.get("query", ""), labels.get("lang") or rec.input.get("lang") or rec.meta.get("lang") or "none",
             labels, cell_name(labels, dims), class_list(classification_label(spec.kind, cand.output, rec.meta)),
             list(rec.messages), completion, inputs=rec.input))
@@ -109,9 +140,12 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
         check_correction_loss(rs)
     src = source_spec_of(rs)
     src_sel = select_records(store, src)
-    samples = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"] if {"teacher", "judge"} & set(cfg.sources) else []
-    marks = store.validated_ids(rs.hash)
-    unvalidated = [r.id for r in samples if r.status == "accepted" and r.id not in marks]
+    # the samples with the one usability answer (factory.usable): a left-out sample is never `chosen`
+    states = [st for st in store.usable(rs.hash) if st.record.status != "failed"] \
+        if {"teacher", "judge"} & set(cfg.sources) else []
+    samples = [st.record for st in states]
+    unusable = {st.record.id: st.usability for st in states if not st.usability.usable}
+    unvalidated = [st.record.id for st in states if st.record.status == "accepted" and st.mark is None]
     if unvalidated:
         raise MashbillError(f"store {store.root}: {len(unvalidated)} teacher sample(s) of {rs.ref} were never "
                             f"checked by a validation run (first: {unvalidated[0][:16]}). Nothing was written.")
@@ -120,7 +154,7 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
         from mashbill.factory.judge import pair_judgments
 
         judgments = pair_judgments(store, rs)
-    pb = build_pairs(rs, src_sel, samples, judgments)
+    pb = build_pairs(rs, src_sel, samples, judgments, unusable)
     examples: list[Example] = []
     for p in pb.pairs:
         labels = labels_of(dims, "preference", p.inputs, p.chosen, p.meta, p.source)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from mashbill.curation.balance import apply_quotas, oversample
-from mashbill.curation.groups import near_duplicate_pairs
+from mashbill.curation.groups import near_duplicate_pairs, normalized
 from mashbill.curation.snapshot_examples import Built
 from mashbill.curation.snapshot_format import SnapshotError
 from mashbill.curation.split import assign_splits
@@ -49,7 +49,9 @@ def split_and_balance(built: Built, rs: ResolvedSpec):
             links.append((by_record[e.record_id], e.key))
         else:
             by_record[e.record_id] = e.key
-    links += near_duplicate_pairs(keys, [e.query for e in examples], cur.near_duplicate_threshold)
+    queries = [e.query for e in examples]
+    norms = normalized(queries)  # once, for the near-duplicate groups and the cross-split check
+    links += near_duplicate_pairs(keys, queries, cur.near_duplicate_threshold, norms)
     ratios = {"train": cur.splits.train, "eval": cur.splits.eval, "test": cur.splits.test}
     res = assign_splits(keys, [e.cell for e in examples], links, ratios)
     train_by_cell: dict[str, list[str]] = defaultdict(list)
@@ -57,7 +59,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec):
         if res.assignment[e.key] == "train":
             train_by_cell[e.cell].append(e.key)
     copies = oversample(balance, train_by_cell, cur.quotas, rs.ref)
-    leak = across_splits(res.assignment, {e.key: e.query for e in examples}, res.groups)
+    leak = across_splits(res.assignment, dict(zip(keys, queries)), res.groups, dict(zip(keys, norms)))
     if leak["groups_across_splits"] or leak["identical_queries_across_splits"]:
         raise SnapshotError(f"{rs.ref}: the split leaks across train/eval/test ({leak}); this is a bug")
     return examples, cut, balance, res, copies, leak

@@ -33,34 +33,35 @@ def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tup
     for a, b in links:
         uf.union(a, b)
     members: dict[str, list[int]] = defaultdict(list)
-    for i, k in enumerate(keys):
-        members[uf.find(k)].append(i)
+    roots = [uf.find(k) for k in keys]
+    for i, root in enumerate(roots):
+        members[root].append(i)
     by_cell: dict[str, list[str]] = defaultdict(list)
     for gid, idx in members.items():
-        by_cell[cells[min(idx, key=lambda i: keys[i])]].append(gid)
+        by_cell[cells[idx[0] if len(idx) == 1 else min(idx, key=lambda i: keys[i])]].append(gid)
     total = {s: 0 for s in SPLITS}
     assignment: dict[str, str] = {}
     n_total = 0
+    # (split, its ratio, minus its position): the split furthest below its share wins, the earlier one on a tie
+    order = [(s, ratios.get(s, 0.0), -j) for j, s in enumerate(SPLITS)]
     for cell in sorted(by_cell):
         in_cell = {s: 0 for s in SPLITS}
         n_cell = 0
         for gid in sorted(by_cell[cell], key=lambda g: hashlib.sha256(g.encode()).hexdigest()):
-            size = len(members[gid])
-
-            def deficit(s: str) -> float:
-                r = ratios.get(s, 0.0)
-                if r <= 0:
-                    return float("-inf")
-                return (r * (n_cell + size) - in_cell[s]) + (r * (n_total + size) - total[s])
-
-            split = max(SPLITS, key=lambda s: (deficit(s), -SPLITS.index(s)))
-            for i in members[gid]:
+            idx = members[gid]
+            size = len(idx)
+            split, best = None, None
+            for s, r, neg in order:
+                d = float("-inf") if r <= 0 else (r * (n_cell + size) - in_cell[s]) + (r * (n_total + size) - total[s])
+                if best is None or (d, neg) > best:
+                    split, best = s, (d, neg)
+            for i in idx:
                 assignment[keys[i]] = split
             in_cell[split] += size
             total[split] += size
             n_cell += size
             n_total += size
-    groups = {k: uf.find(k) for k in keys}
+    groups = dict(zip(keys, roots))
     multi = sum(1 for idx in members.values() if len(idx) > 1)
     return SplitResult(assignment, groups, {"groups": len(members), "multi_record_groups": multi,
                                             "largest_group": max((len(v) for v in members.values()), default=0)})

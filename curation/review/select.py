@@ -3,8 +3,12 @@
     all               every record of the spec that has teacher output (accepted or rejected)
     flagged           records with any finding: a reject, penalty or flag verdict
     low-confidence    records whose confidence is below 0.85 (or `low-confidence:T`), lowest first
-    random:N          a fixed pseudo-random sample of N records (the same N for the same spec; a larger N
-                      extends the smaller sample, so re-pushing never reshuffles what reviewers have)
+    random:N          a fixed pseudo-random sample of N records that could be trained (the same N for the same
+                      spec; a larger N extends the smaller sample, so re-pushing never reshuffles what reviewers
+                      have); a spot check of the training data, so it draws only from records that the one
+                      usability answer (`factory.usable`) does not leave out: not rejected at generation, by
+                      their latest validation pass, by the judge or by a reviewer (a record not validated yet
+                      can still be drawn)
 
 Confidence is the teacher's own score when the record carries one (`meta.confidence`, 0..1);
 otherwise it comes from the findings: 1.0, minus 0.5 for any reject, 0.2 per penalty and 0.1 per
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import defaultdict
 
 from mashbill.curation.review.errors import ReviewError
 from mashbill.curation.review.layout import ReviewItem
@@ -53,21 +56,30 @@ def confidence(meta: dict, verdicts: list[Verdict]) -> float:
     return round(max(0.0, score), 4)
 
 
+def sampleable(state) -> bool:
+    """May random:N draw this record (a `factory.usable.RecordState`)? Usable, or left out only because no
+    validation pass has covered it yet (review may come before validation)."""
+    u = state.usability
+    return u.usable or (u.stage == "validate" and state.mark is None)
+
+
 def review_items(store: Store, rs: ResolvedSpec) -> list[ReviewItem]:
-    """Every record of this spec (by hash) that has teacher output, with its verdicts and teacher."""
-    records = [r for r in store.records(spec_hash=rs.hash) if r.status != "failed"]
-    if not records:
+    """Every record of this spec (by hash) that has teacher output, with its verdicts, teacher and whether
+    random sampling may draw it."""
+    states = [st for st in store.usable(rs.hash) if st.record.status != "failed"]
+    if not states:
         other = sum(n for h, _, n in store.spec_status_counts(rs.spec.name, rs.spec.version) if h != rs.hash)
         if other:
             raise ReviewError(f"the store {store.root} holds {other} record(s) of {rs.ref} made with a different "
                               f"spec content (hash) than {rs.path} now has; nothing of this version to review")
         return []
-    verdicts: dict[str, list[Verdict]] = defaultdict(list)
-    for rid, stage, code, severity, detail in store.verdict_rows(rs.hash):
-        verdicts[rid].append(Verdict(code, severity, detail or "", stage))
     teachers = store.record_models(rs.hash)
-    return [ReviewItem(r, tuple(verdicts[r.id]), confidence(r.meta, verdicts[r.id]), teachers.get(r.id, "unknown"))
-            for r in records]
+    items = []
+    for st in states:
+        vs = [Verdict(code, severity, detail, stage) for stage, code, severity, detail in st.verdicts]
+        items.append(ReviewItem(st.record, tuple(vs), confidence(st.record.meta, vs),
+                                teachers.get(st.record.id, "unknown"), sampleable(st)))
+    return items
 
 
 def select(items: list[ReviewItem], mode: str, arg=None, seed: int = 0) -> list[ReviewItem]:
@@ -82,5 +94,5 @@ def select(items: list[ReviewItem], mode: str, arg=None, seed: int = 0) -> list[
         def key(i: ReviewItem) -> str:
             return hashlib.sha256(f"{seed}:{i.record.id}".encode()).hexdigest()
 
-        return sorted(items, key=key)[: int(arg)]
+        return sorted((i for i in items if i.sampleable), key=key)[: int(arg)]
     raise ReviewError(f"unknown selection {mode!r}; expected {SELECT_HELP}")

@@ -105,8 +105,9 @@ def test_near_duplicates_and_paraphrase_groups_stay_on_one_side(lib, tmp_path):
 def test_split_is_group_aware_deterministic_and_near_the_ratios():
     texts = [f"How do I configure service number {i} on the staging cluster?" for i in range(0, 200, 7)]
     texts += [f"Please translate sentence {i} into French" for i in range(40)]
-    texts += ["What is the capital of Canada?", "what is the capital of canada", "Write a Tetris game in Python.",
-              "Please write a Tetris game in Python."]
+    # the Tetris pair is at exact Jaccard 0.82 (without "clone" it is 0.78, which only the old estimate called near)
+    texts += ["What is the capital of Canada?", "what is the capital of canada", "Write a Tetris clone game in Python.",
+              "Please write a Tetris clone game in Python."]
     keys = [f"r{i:03d}" for i in range(len(texts))]
     clusters = near_duplicate_clusters(texts, 0.8)
     assert clusters[-4] == clusters[-3] and clusters[-2] == clusters[-1] and clusters[-4] != clusters[-2]
