@@ -7,6 +7,7 @@ Latency is batch 1, one request after another, tokenization included, measured s
 Last line (machine-readable):
   onnx_int8_p50_ms= onnx_int8_p99_ms= onnx_agreement= onnx_acc_drop= gguf_q8_tok_s= q4_vs_q8_flip_rate=
 Targets (1 thread, <= 64 tokens): INT8 p50 <= 1.0 ms, p99 <= 2.5 ms, agreement >= 0.99, drop <= 0.5 points.
+`--quick` checks that every part runs end to end; its figures are not results.
 """
 
 from __future__ import annotations
@@ -67,7 +68,11 @@ def main() -> None:
     ap.add_argument("--verify-limit", type=int, default=None, help="eval rows for the GGUF verification (default all)")
     ap.add_argument("--gguf-threads", type=int, default=1, help="llama.cpp threads for the GGUF verification")
     ap.add_argument("--skip-gguf", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run of every part (100 timed requests, 2 verified rows); figures are not results")
     args = ap.parse_args()
+    if args.quick:
+        args.latency_samples, args.verify_limit = min(args.latency_samples, 100), 2
 
     from mashbill.exporters.build import export_gguf, export_onnx
     from mashbill.exporters.onnx_export import load_classifier

@@ -1,6 +1,9 @@
 """Trainer benchmarks, measured side by side in one run.
 
-    .venv/bin/python bench/train.py [--records 260000] [--steps 3] [--skip-train]
+    .venv/bin/python bench/train.py [--records 260000] [--steps 3] [--skip-train] [--quick]
+
+--quick (a smoke run of every part: 5,000 records, 1 step, 8 long-prompt records) checks that the script
+works end to end; its figures are not results.
 
 1. preflight_s: `mashbill train check` of a config whose max_seq_len differs from its snapshot's, on a
    snapshot of --records reference-shaped records (mashbill.validators.synthetic: ~2,500-token system
@@ -10,7 +13,9 @@
 2. sft/dpo/classify_s_per_step: --steps training steps of each method (SmolLM2-135M LoRA, batch 2, short
    prompts; MiniLM classifier, batch 16), from the trainer's own runtime.
 3. logits_to_keep: SFT on long-prompt records (~2,500-token prompts, short targets), batch 1, with and
-   without logits_to_keep, each in its own process: s/step and peak RSS side by side.
+   without logits_to_keep, each in its own process: s/step and peak RSS side by side (sdpa attention in both,
+   so that eager attention's per-layer matrices do not hide the vocabulary projection's cost).
+   logits_to_keep_mem_ratio = peak RSS without / with; logits_to_keep_step_ratio = s/step without / with.
 
 The last line is machine-readable.
 """
@@ -151,7 +156,7 @@ def bench_preflight(n: int, tmp: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, cpu() - c0, pf.rechecked
 
 
-def small_snapshots(tmp: Path) -> dict[str, Path]:
+def small_snapshots(tmp: Path, n_long: int = 16) -> dict[str, Path]:
     rows = synth_rows(0, 40, short=True)
     # the synthetic corpus holds 5% correction samples, so these snapshots train under a last-turn loss
     sft = write_snapshot(tmp / "bsft@1", "bsft", "plan", {"train": rows[:32], "eval": [], "test": []},
@@ -166,7 +171,7 @@ def small_snapshots(tmp: Path) -> dict[str, Path]:
           for i, r in enumerate(synth_rows(100, 200, short=True))]
     cls = write_snapshot(tmp / "bcx@1", "bcx", "complexity", {"train": cx[:160], "eval": cx[160:], "test": []},
                          classes={"names": names, "problem_type": "single_label_classification"})
-    long_ = write_snapshot(tmp / "blong@1", "blong", "plan", {"train": synth_rows(1000, 16), "eval": [], "test": []},
+    long_ = write_snapshot(tmp / "blong@1", "blong", "plan", {"train": synth_rows(1000, n_long), "eval": [], "test": []},
                            loss="last-turn")
     return {"sft": sft, "dpo": dpo, "classify": cls, "long": long_}
 
@@ -184,8 +189,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--threads", type=int, help="torch threads per training run [default: all cores]")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 5,000 records, 1 step (figures are not results)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # CONFIG:STEPS, one measured run in its own process
     a = ap.parse_args()
+    if a.quick:
+        a.records, a.steps = min(a.records, 5000), 1
     if a.child:
         cfg, steps = a.child.rsplit(":", 1)
         print(json.dumps(run_steps(Path(cfg), int(steps))))
@@ -200,7 +208,7 @@ def main() -> None:
         if a.skip_train:
             print(" ".join(f"{k}={v}" for k, v in out.items()))
             return
-        snaps = small_snapshots(tmp)
+        snaps = small_snapshots(tmp, n_long=8 if a.quick else 16)
         lora = {"r": 8, "alpha": 16, "dropout": 0.0}
         extra = {"threads": a.threads} if a.threads else {}
         sched = {"batch_size": 2, "learning_rate": 1e-4, "save_steps": 1000}
@@ -212,9 +220,9 @@ def main() -> None:
             "classify": _config(tmp, "cx", **extra, method="classify", snapshot=str(snaps["classify"]),
                                 base_model="embedded:all-minilm-l6-v2", schedule={**sched, "batch_size": 16}),
             "keep": _config(tmp, "keep", **extra, method="sft", snapshot=str(snaps["long"]), base_model=SMOL, lora=lora,
-                            schedule={**sched, "batch_size": 1}, logits_to_keep=True),
+                            schedule={**sched, "batch_size": 1}, logits_to_keep=True, attn_implementation="sdpa"),
             "full": _config(tmp, "full", **extra, method="sft", snapshot=str(snaps["long"]), base_model=SMOL, lora=lora,
-                            schedule={**sched, "batch_size": 1}, logits_to_keep=False),
+                            schedule={**sched, "batch_size": 1}, logits_to_keep=False, attn_implementation="sdpa"),
         }
         got = {}
         for key, cfg in cfgs.items():
@@ -231,7 +239,9 @@ def main() -> None:
                     "dpo_s_per_step": f"{got['dpo']['s_per_step']:.2f}",
                     "classify_s_per_step": f"{got['classify']['s_per_step']:.3f}",
                     "keep_s_per_step": f"{k['s_per_step']:.2f}", "nokeep_s_per_step": f"{f['s_per_step']:.2f}",
-                    "keep_peak_mb": f"{k['peak_mb']:.0f}", "nokeep_peak_mb": f"{f['peak_mb']:.0f}"})
+                    "keep_peak_mb": f"{k['peak_mb']:.0f}", "nokeep_peak_mb": f"{f['peak_mb']:.0f}",
+                    "logits_to_keep_mem_ratio": f"{f['peak_mb'] / k['peak_mb']:.2f}",
+                    "logits_to_keep_step_ratio": f"{f['s_per_step'] / k['s_per_step']:.2f}"})
         print(" ".join(f"{k}={v}" for k, v in out.items()))
 
 

@@ -53,7 +53,7 @@ def export_gguf(run_path: str | Path, *, out: str | Path | None = None, snapshot
                 keep_f16: bool = True) -> tuple[Path, dict]:
     from mashbill.exporters.gguf_export import QUANTS, convert_f16, merge_adapter, quantize
     from mashbill.exporters.gguf_meta import copy_with_metadata
-    from mashbill.exporters.gguf_verify import eval_rows, verify_files
+    from mashbill.exporters.gguf_verify import SPLIT_ORDER, eval_rows, verify_files
     from mashbill.exporters.modelfile import modelfile
 
     for q in quants:
@@ -65,7 +65,7 @@ def export_gguf(run_path: str | Path, *, out: str | Path | None = None, snapshot
                           "dpo run (use `mashbill export onnx` for classifiers)")
     snap = snapshot_for(run, snapshot, store=store)
     lineage = mf.lineage_of(run, snap)
-    rows = eval_rows(snap, 1)
+    rows = next((r for s in SPLIT_ORDER if (r := eval_rows(snap, 1, s))), [])
     system = next((m["content"] for m in rows[0]["prompt"] if m["role"] == "system"), None) if rows else None
     from mashbill.specs import load_spec
 

@@ -55,3 +55,20 @@ def minilm(tmp_path_factory):
     from mashbill.factory.embeddings import Encoder
 
     return Encoder.load(build_dir=tmp_path_factory.mktemp("encoders"))
+
+
+@pytest.fixture(scope="session")
+def quickstart(tmp_path_factory):
+    """One `mashbill quickstart --no-progress` per test session (it is the slowest command we have): the folder it
+    ran in (store in ./mashbill-data) and the finished process. tests/cli/test_quickstart_cli.py and
+    tests/cli/test_quickstart_chain.py share it. MASHBILL_TEST_QUICKSTART=FOLDER (local use only, CI never sets
+    it) starts from a copy of an earlier quick start's store, so the run is a resume that asks the teacher
+    nothing."""
+    folder = tmp_path_factory.mktemp("quickstart")
+    earlier = os.environ.get("MASHBILL_TEST_QUICKSTART")
+    if earlier:
+        shutil.copytree(Path(earlier) / "mashbill-data", folder / "mashbill-data")
+    proc = run_cli("quickstart", "--no-progress", cwd=folder, timeout=3000)
+    assert proc.returncode == 0, proc.stderr
+    return folder, proc
+

@@ -7,9 +7,8 @@ from tests.cli.conftest import error_lines, invoke
 from tests.conftest import run_cli
 
 
-def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(tmp_path):
-    proc = run_cli("quickstart", "--no-progress", cwd=tmp_path, timeout=1500)
-    assert proc.returncode == 0, proc.stderr
+def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(quickstart):
+    tmp_path, proc = quickstart  # one quick start per session (tests/conftest.py); test_quickstart_chain trains on it
     store_dir = tmp_path / "mashbill-data"
     assert str(store_dir.resolve()) in proc.stdout.replace("\n", "")  # it says where the store is
     with Store.open(store_dir, read_only=True) as store:

@@ -195,3 +195,26 @@ def test_export_folder_tamper_is_detected(tmp_path, gguf_export):
     (copy / "Modelfile").write_text((copy / "Modelfile").read_text() + "# edited\n")
     with pytest.raises(ExportError, match="Modelfile"):
         mf.verify(copy)
+
+
+def test_verification_falls_back_to_the_next_split_with_rows_and_says_so(tmp_path):
+    """The quick start's plan snapshot can hold 3 records, all in train: verifying on them beats refusing the
+    export, and the report marks the split as not held out."""
+    import shutil
+
+    from mashbill.curation.snapshot import freeze
+    from mashbill.exporters.gguf_verify import verify_files
+    from mashbill.exporters.runs import Snapshot
+    from mashbill.factory.store import Store
+    from mashbill.specs import load_spec
+    from tests.curation.conftest import SHARED, Lib, add_records
+
+    shutil.copytree(SHARED, tmp_path / "lib" / "shared")
+    spec = Lib(tmp_path / "lib").write("plan-x", curation={"splits": {"train": 1.0, "eval": 0.0, "test": 0.0}})
+    with Store.open(tmp_path / "store") as store:
+        add_records(store, load_spec(spec))
+    res = freeze(spec, store_path=tmp_path / "store", name="plans", version="1", tokens=False)
+    assert res.manifest["splits"]["counts"]["eval"] == 0 and res.manifest["splits"]["counts"]["train"] > 0
+    report = verify_files({}, Snapshot(res.path, res.manifest))  # no files: only the split choice is exercised
+    assert report["split"] == "train" and report["held_out"] is False
+    assert report["rows"] == res.manifest["splits"]["counts"]["train"]
