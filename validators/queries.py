@@ -3,9 +3,12 @@
 In order, the first failing check names the code:
 - `SYN001` length outside synthesis.filters [min_chars, max_chars], or fewer than min_words words of letters,
   or (min_words > 1) one token without a space: an identifier such as `remove_duplicates` or a bare number is
-  not a request;
+  not a request; nor is a query holding a snake_case identifier of 16+ characters
+  (`is_christmas_dayoftheweek18cdecember`: 2 of 24,842 real queries in shared/data/queries-dev, 4 of 520 kept
+  synthetic ones before this check);
 - `SYN007` the query echoes the prompt (repeats a word 3-gram of its fixed text: instructions, template, cell
-  hints) or carries template/JSON residue (`{{`, `'},`): the small teacher slipped out of the request;
+  hints) or carries template/JSON residue (`{{`, `'},`), or ends with a comma (cut from the model's own list:
+  1 of 24,842 real queries ends so, 40 of 520 kept synthetic ones did): the small teacher slipped out of the request;
 - `SYN008` (after the language check) not shaped like a request: no question mark at the end and no question
   word or instruction first (`REQUEST_OPENERS`): a statement is an answer, not something a user asks;
 - `SYN002` language: the query's language is not the cell's. py3langid restricted to English and German
@@ -67,6 +70,7 @@ def detect_language(text: str) -> str:
 ECHO_N = 3
 # What a small teacher leaves of the JSON or of a template when it slips out of the string it writes.
 RESIDUE = ("{{", "}}", "{%", "'}", '"}', "},", "}]", "[insert")
+_LONG_IDENTIFIER = re.compile(r"\b(?=\w*_)(?=\w*[^\W\d_])\w{16,}\b")
 
 
 def word_grams(text: str, n: int = ECHO_N) -> set[tuple[str, ...]]:
@@ -148,9 +152,13 @@ class QueryScreen:
             return "SYN001", f"{words} word(s), fewer than {f.min_words}"
         if f.min_words > 1 and len(text.split()) < 2:
             return "SYN001", "one token without a space (an identifier, not a request)"
+        if f.min_words > 1 and (ident := _LONG_IDENTIFIER.search(text)):
+            return "SYN001", f"holds the identifier {ident.group()!r}, not words"
         residue = next((r for r in RESIDUE if r in text), None)
         if residue:
             return "SYN007", f"template or JSON residue {residue!r}"
+        if text.rstrip().endswith(","):
+            return "SYN007", "ends with a comma (cut from a list)"
         echoed = word_grams(text) & self.echo
         if echoed:
             return "SYN007", f"echoes the prompt ({' '.join(min(echoed))!r})"

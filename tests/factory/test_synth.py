@@ -128,12 +128,43 @@ def test_the_screen_drops_identifiers_prompt_echoes_and_statements(tmp_path):
     assert screen.check("Give me varied topics, names and numbers for a quiz?", "en")[0] == "SYN007"
     assert screen.check("What are common side effects of metformin?},{", "en")[0] == "SYN007"  # JSON residue
     assert screen.check("The answer to this one is 42.", "en")[0] == "SYN008"  # a statement, not a request
+    # seen in a kept SmolLM2 run: a list item cut at its comma, an identifier run together with a date
+    assert screen.check("What is the purpose of a Docker container?,", "en")[0] == "SYN007"
+    assert screen.check("is_christmas_dayoftheweek18cdecember 2026?yes", "en")[0] == "SYN001"
+    assert screen.check("How do I rename a column in pandas_dataframe_utils?", "en")[0] == "SYN001"
+    assert screen.check("How do I call os.path.join with two_parts?", "en") is None  # a short identifier is fine
     assert screen.check("Calculate the area of a circle with radius 4 cm.", "en") is None  # an instruction
     assert screen.check("My printer prints blank pages, any idea why?", "en") is None  # a question
     assert screen.check("Berechne die Fläche eines Kreises mit Radius 4 cm.", "de") is None
     # the word count and the request shape are off by default: a spec turns them on
     plain = query_screen(load_spec(write_queries_spec(tmp_path / "plain")))
     assert plain.check("The answer to this one is 42.", "en") is None
+
+
+DEV = next((p / "data" / "queries-dev" for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared")
+            if (p / "data" / "queries-dev").is_dir()), None)
+
+
+@pytest.mark.skipif(DEV is None, reason="the shared queries-dev corpora are not beside this checkout")
+def test_the_comma_and_identifier_checks_keep_real_queries():
+    """Precision on real text we did not write: of the real queries in shared/data/queries-dev (the JSON Lines rows of at
+    most 300 characters) at most 0.1% end with a comma or hold a 16+ character snake_case identifier."""
+    from mashbill.validators.queries import _LONG_IDENTIFIER
+
+    rows = []
+    for p in sorted(DEV.rglob("*.jsonl")):
+        for line in p.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:  # a corpus line cut by its source: not a query to measure
+                continue
+            text = next((v for k, v in row.items() if k in ("question", "prompt", "query", "text", "input")
+                         and isinstance(v, str)), None) if isinstance(row, dict) else None
+            if text and len(text) <= 300:
+                rows.append(text)
+    assert len(rows) > 2000
+    hits = [t for t in rows if t.rstrip().endswith(",") or _LONG_IDENTIFIER.search(t)]
+    assert len(hits) <= 0.001 * len(rows), hits[:5]
 
 
 def test_the_request_shape_keeps_the_library_seeds():
