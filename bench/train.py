@@ -112,10 +112,17 @@ def synth_rows(start: int, n: int, short: bool = False):
 def big_snapshot(n: int) -> Path:
     from mashbill.paths import cache_dir
 
+    import json
+    import shutil
+
     root = cache_dir("bench", "train")
     folder = root / f"synth{n}@1"
     if (folder / "manifest.json").is_file():
-        return folder
+        cached = json.loads((folder / "manifest.json").read_text())["trainer_profile"].get("tokenizer_sha256")
+        if cached == _profile(4096, "last-turn")[0]["tokenizer_sha256"]:
+            return folder
+        # built with a tokenizer that hashes differently today: the preflight would (rightly) refuse it
+        shutil.rmtree(folder)
     root.mkdir(parents=True, exist_ok=True)
 
     def chunks():
@@ -133,6 +140,10 @@ def big_snapshot(n: int) -> Path:
 def _config(tmp: Path, name: str, **fields) -> Path:
     import yaml
 
+    from mashbill.factory.store import Store
+
+    if not (tmp / "store").is_dir():  # the ladder records each stage in the config's store
+        Store.open(tmp / "store").close()
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": name, "store": str(tmp / "store"), **fields}), encoding="utf-8")
     return path
