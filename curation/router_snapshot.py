@@ -22,9 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mashbill import __version__
-from mashbill.curation.snapshot import (CARD, FORMAT, MANIFEST, FreezeResult, SnapshotError, check_name, fsync_tree,
-                                        integrity_of, manifest_bytes, snapshot_id_of)
-from mashbill.specs.loader import sha256_file
+from mashbill.curation.snapshot import FORMAT, FreezeResult, SnapshotError, check_name, manifest_bytes
+from mashbill.curation.snapshot_write import publish, seal
 from mashbill.curation.groups import near_duplicate_pairs
 from mashbill.curation.split import SPLITS, assign_splits
 from mashbill.validators.leakage import across_splits
@@ -96,22 +95,8 @@ def write_router_snapshot(rr: ResolvedRecipe, *, root: Path, name: str, version:
             **extra,
         }
         manifest.setdefault("splits", {})["counts"] = {s: split_counts.get(s, 0) for s in SPLITS}
-        files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-        manifest["snapshot_id"] = snapshot_id_of(files, spec_entries)
-        (tmp / CARD).write_text(card.replace("{snapshot_id}", manifest["snapshot_id"]), encoding="utf-8")
-        files[CARD] = sha256_file(tmp / CARD)
-        manifest["files"] = dict(sorted(files.items()))
-        manifest["integrity"] = integrity_of(manifest)
-        fsync_tree(tmp)
-        with open(tmp / MANIFEST, "wb") as f:  # last: a folder without it is not a snapshot
-            f.write(manifest_bytes(manifest))
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.rename(tmp, final)
-        except OSError as exc:
-            raise SnapshotError(f"snapshot {name}@{version} appeared at {final} while freezing ({exc.strerror}); "
-                                "nothing was replaced") from None
+        seal(tmp, manifest, spec_entries, lambda m: card.replace("{snapshot_id}", m["snapshot_id"]))
+        publish(tmp, final, manifest, f"{name}@{version}")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

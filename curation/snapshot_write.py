@@ -60,6 +60,34 @@ def fsync_tree(root: Path) -> None:
             os.close(fd)
 
 
+def seal(tmp: Path, manifest: dict, spec_entries: list[dict], card) -> None:
+    """Hash every file of the folder, name the snapshot by that content, write its card (`card(manifest)`, once the
+    id is known) and record the file list and the manifest's integrity."""
+    files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+    manifest["snapshot_id"] = snapshot_id_of(files, spec_entries)
+    (tmp / CARD).write_text(card(manifest), encoding="utf-8")
+    files[CARD] = sha256_file(tmp / CARD)
+    manifest["files"] = dict(sorted(files.items()))
+    manifest["integrity"] = integrity_of(manifest)
+
+
+def publish(tmp: Path, final: Path, manifest: dict, ref: str) -> None:
+    """Make the sealed folder durable, write its manifest last (a folder without it is not a snapshot) and rename it
+    into place; a snapshot already at `final` is never replaced."""
+    fsync_tree(tmp)
+    with open(tmp / MANIFEST, "wb") as f:
+        f.write(manifest_bytes(manifest))
+        f.flush()
+        os.fsync(f.fileno())
+    if final.exists():
+        raise SnapshotError(f"snapshot {ref} appeared at {final} while freezing; nothing was replaced")
+    try:
+        os.rename(tmp, final)
+    except OSError as exc:  # another freeze of the same name@version won the race
+        raise SnapshotError(f"snapshot {ref} appeared at {final} while freezing ({exc.strerror}); "
+                            "nothing was replaced") from None
+
+
 def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], store_path: Path, root: Path,
            final: Path, name: str, version: str, tokens: bool, reuse: Path | None = None) -> FreezeResult:
     examples, cut, balance, res, copies, leak = split_and_balance(built, rs)
@@ -137,12 +165,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
                         "max": lens[-1], "over_max_seq_len": sum(n > profile.max_seq_len for n in lens)}
                        if lens else None),
         }
-        files = {p.relative_to(tmp).as_posix(): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-        manifest["snapshot_id"] = snapshot_id_of(files, spec_entries)
-        (tmp / CARD).write_text(dataset_card(manifest), encoding="utf-8")
-        files[CARD] = sha256_file(tmp / CARD)
-        manifest["files"] = dict(sorted(files.items()))
-        manifest["integrity"] = integrity_of(manifest)
+        seal(tmp, manifest, spec_entries, dataset_card)
         if reuse is not None:
             try:
                 previous = verify(reuse)
@@ -151,18 +174,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
             if previous is not None and previous["snapshot_id"] == manifest["snapshot_id"]:
                 shutil.rmtree(tmp, ignore_errors=True)
                 return FreezeResult(reuse, previous)
-        fsync_tree(tmp)
-        with open(tmp / MANIFEST, "wb") as f:  # last: a folder without it is not a snapshot
-            f.write(manifest_bytes(manifest))
-            f.flush()
-            os.fsync(f.fileno())
-        if final.exists():
-            raise SnapshotError(f"snapshot {name}@{version} appeared at {final} while freezing; nothing was replaced")
-        try:
-            os.rename(tmp, final)
-        except OSError as exc:  # another freeze of the same name@version won the race
-            raise SnapshotError(f"snapshot {name}@{version} appeared at {final} while freezing ({exc.strerror}); "
-                                "nothing was replaced") from None
+        publish(tmp, final, manifest, f"{name}@{version}")
         fd = os.open(root, os.O_RDONLY)
         try:
             os.fsync(fd)
