@@ -55,7 +55,7 @@ _TABLE = [
     ("CPLX002", "reject", "complexity", "an internal utility request (title, topic check) is not labelled trivial", "utility-phrase"),
     ("CPLX003", "reject", "complexity", "a query of 80 or more words is labelled trivial", "long-not-trivial"),
     ("CPLX004", "reject", "complexity", "memory_recall with no recall phrase and no history", "recall-unfounded"),
-    ("CPLX005", "reject", "complexity", "a short factual lookup is labelled complex", "short-lookup-not-complex"),
+    ("CPLX005", "reject", "complexity", "a short factual lookup or greeting is labelled complex", "short-lookup-not-complex"),
     ("CPLX006", "flag", "complexity", "the label disagrees with the reference heuristic (for a reviewer)", "heuristic-agrees"),
     ("SPAN001", "reject", "validate", "the target is partly beyond max_seq_len"),
     ("SPAN002", "reject", "validate", "the target is entirely beyond max_seq_len"),

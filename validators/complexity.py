@@ -140,7 +140,11 @@ def _unfounded(rs, f, label):
 
 @rule("short-lookup-not-complex")
 def _short_lookup(rs, f, label):
-    if label != "complex" or f.words > rs.bounds.short_lookup_words or not f.hit("factual_opener"):
+    if label != "complex":
+        return None
+    if f.hit("greeting") and f.words <= rs.bounds.short_words:
+        return f"short greeting ({f.words} words, '{f.hit('greeting').strip()}') labelled complex"
+    if f.words > rs.bounds.short_lookup_words or not f.hit("factual_opener"):
         return None
     if any(f.hit(g) for g in ("analysis", "research", "domain", "code", "not_lookup", "recall", "recall_broad")):
         return None

@@ -22,7 +22,7 @@ from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 from mashbill.validators.ruleset import Checks, RuleEntry
 
-CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup")
+CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup", "greeting")
 
 
 class Bounds(Strict):
@@ -48,6 +48,7 @@ class Cues(Strict):
     domain: list[str] = []
     code: list[str] = []
     not_lookup: list[str] = []
+    greeting: list[str] = []
 
 
 class ComplexityRuleSet(Strict):
@@ -65,11 +66,6 @@ class ComplexityRuleSet(Strict):
 
     @model_validator(mode="after")
     def _consistent(self):
-        for what in ("id", "code"):
-            seen = [getattr(r, what) for r in self.rules]
-            dupes = {x for x in seen if seen.count(x) > 1}
-            if dupes:
-                raise ValueError(f"duplicate rule {what}s: {sorted(dupes)}")
         missing = {"trivial", "moderate", "complex", "memory_recall"} - set(self.classes)
         if missing:
             raise ValueError(f"classes lacks {sorted(missing)} (the rules refer to all four)")
@@ -105,7 +101,14 @@ def _check(rs: ComplexityRuleSet, path: Path, lines) -> None:
                 raise SpecError(str(path), f"invalid regular expression ({exc.msg} at position {exc.pos}) in cue "
                                 f"group '{group}'", line=line_for(lines, ("cues", group, j)),
                                 field=f"cues.{group}.{j}") from None
+    seen: dict[str, set] = {"id": set(), "code": set()}
     for i, r in enumerate(rs.rules):
+        for what in ("id", "code"):
+            value = getattr(r, what)
+            if value in seen[what]:
+                raise SpecError(str(path), f"duplicate rule {what} '{value}'", line=line_for(lines, ("rules", i, what)),
+                                field=f"rules.{i}.{what}")
+            seen[what].add(value)
         if r.id not in COMPLEXITY_RULE_IDS:
             close = difflib.get_close_matches(r.id, list(COMPLEXITY_RULE_IDS), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(COMPLEXITY_RULE_IDS))})"

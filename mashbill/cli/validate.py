@@ -32,7 +32,8 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
               help="Benchmark queries no training record may match (.txt/.jsonl/.json); repeatable.")
 @click.option("--eval", "eval_files", multiple=True, type=click.Path(dir_okay=False),
               help="File mode: the eval split (same format); training rows must not leak into it.")
-@click.option("--rules", "rules_file", type=click.Path(dir_okay=False), help="Rule set file (default: the spec's, "
+@click.option("--rules", "rules_file", type=click.Path(dir_okay=False), help="Rule set file: routing, or complexity "
+                                                                              "(kind: complexity; default: the spec's, "
                                                                               "else moe-routing@2).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here.")
 @click.option("--redact-to", type=click.Path(dir_okay=False),
