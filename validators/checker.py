@@ -21,7 +21,8 @@ from typing import Any, Callable
 from mashbill.factory.records import Verdict
 from mashbill.validators.drift import WorkedExample, worked_examples
 from mashbill.validators.plans import Shown
-from mashbill.validators.ruleset import RuleSet, load_ruleset
+from mashbill.validators.complexity_rules import load_rules
+from mashbill.validators.ruleset import RuleSet
 
 STAGE = "validate"
 # rules that need something a record may lack: rule id -> what it needs
@@ -91,7 +92,7 @@ class RecordChecker:
         if "rules" not in rs.file_paths:
             ruleset = None
         elif ruleset is None:
-            ruleset = load_ruleset(rs.file_paths["rules"])
+            ruleset = load_rules(rs.file_paths["rules"])
         return cls(ruleset=ruleset, schema=rs.output_schema, catalog=rs.catalog, taxonomy=rs.taxonomy,
                    variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
                    origin=rs.ref)

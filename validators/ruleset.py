@@ -276,14 +276,8 @@ def _check_rule_ids(rs: RuleSet, path: Path, lines) -> None:
 
 
 def load_ruleset(path: str | Path = DEFAULT_RULES) -> RuleSet:
-    """The rule set in a file: a routing rule set, or a complexity one (``kind: complexity``,
-    validators/complexity_rules.py) for complexity specs."""
     p = Path(path).resolve()
     if not p.is_file():
         raise SpecError(str(p), "rule set file not found")
-    from mashbill.validators.complexity_rules import is_complexity_file, load_complexity_rules
-
-    if is_complexity_file(p):
-        return load_complexity_rules(p)
     st = p.stat()
     return _load_cached(str(p), st.st_mtime_ns, st.st_size)

@@ -385,7 +385,9 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
                                    f"(hash {rs.hash[:12]}) in {store.root}{hint}")
     report = Report(f"{rs.ref} in {store.root}", rs.spec.kind)
     if opts.rules is None and rs.spec.rules:
-        opts.rules = load_ruleset(rs.file_paths["rules"])
+        from mashbill.validators.complexity_rules import load_rules
+
+        opts.rules = load_rules(rs.file_paths["rules"])  # a routing or a complexity rule set
     checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
     rows, eval_rows = [], []
     rule_counts: Counter = Counter()

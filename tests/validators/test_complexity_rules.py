@@ -13,8 +13,7 @@ from mashbill.cli import main
 from mashbill.errors import SpecError
 from mashbill.specs import find_spec, load_spec, render_prompt
 from mashbill.specs.loader import LIBRARY
-from mashbill.validators.complexity_rules import load_complexity_rules
-from mashbill.validators.ruleset import load_ruleset
+from mashbill.validators.complexity_rules import load_complexity_rules, load_rules
 
 RULES_FILE = LIBRARY / "shared" / "rules" / "moe-complexity@1.yaml"
 
@@ -40,7 +39,7 @@ def _variant(tmp_path, old: str, new: str):
 ])
 def test_a_broken_rule_file_is_one_line_with_file_line_and_field(tmp_path, old, new, field, says):
     p, line = _variant(tmp_path, old, new)
-    for load in (load_complexity_rules, load_ruleset):  # load_ruleset sends `kind: complexity` files here
+    for load in (load_complexity_rules, load_rules):  # load_rules sends `kind: complexity` files there
         with pytest.raises(SpecError) as err:
             load(p)
         msg = str(err.value)
