@@ -16,9 +16,9 @@ from dataclasses import dataclass
 class Code:
     code: str
     severity: str  # reject | penalty | flag (the default; a rule set may override rule codes)
-    source: str  # where it is emitted: factory, validate, rules, curation, review
+    source: str  # where it is emitted: factory, validate, rules, complexity, curation, review
     meaning: str
-    rule: str = ""  # for rule codes: the rule id in the rule set (validators/routing.py implements it)
+    rule: str = ""  # for rule codes: the rule id in the rule set (validators/routing.py or complexity.py implements it)
 
 
 # code, severity, source, meaning (and the rule id for rule codes): one line per code
@@ -51,6 +51,12 @@ _TABLE = [
     ("ARG004", "reject", "rules", "a precision tool's expression cannot be parsed", "arg-expression"),
     ("COPY001", "reject", "rules", "the plan reproduces a worked example of the teacher's prompt, not the query", "no-parroting"),
     ("DRIFT001", "reject", "rules", "a task shares no content with the query", "no-drift"),
+    ("CPLX001", "reject", "complexity", "a query asking about an earlier turn is not labelled memory_recall", "recall-cue"),
+    ("CPLX002", "reject", "complexity", "an internal utility request (title, topic check) is not labelled trivial", "utility-phrase"),
+    ("CPLX003", "reject", "complexity", "a query of 80 or more words is labelled trivial", "long-not-trivial"),
+    ("CPLX004", "reject", "complexity", "memory_recall with no recall phrase and no history", "recall-unfounded"),
+    ("CPLX005", "reject", "complexity", "a short factual lookup or greeting is labelled complex", "short-lookup-not-complex"),
+    ("CPLX006", "flag", "complexity", "the label disagrees with the reference heuristic (for a reviewer)", "heuristic-agrees"),
     ("SPAN001", "reject", "validate", "the target is partly beyond max_seq_len"),
     ("SPAN002", "reject", "validate", "the target is entirely beyond max_seq_len"),
     ("SPAN003", "reject", "validate", "the prompt alone fills the window"),
@@ -113,7 +119,9 @@ CODES: dict[str, Code] = {c[0]: Code(*c) for c in _TABLE}
 assert len(CODES) == len(_TABLE), "a code is registered twice"
 
 
-RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() if c.rule)
+RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() if c.rule and c.source == "rules")
+# the complexity rule set's ids (validators/complexity.py implements them)
+COMPLEXITY_RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() if c.rule and c.source == "complexity")
 
 
 def describe(code: str) -> Code | None:

@@ -2,7 +2,8 @@
 shown to each record, and the teacher prompt's worked examples.
 
 Generation (``factory_check``), ``mashbill validate`` in spec and file mode, review pull (corrections) and preference
-building all check plans through it, so a plan gets the same verdicts wherever it is checked.
+building all check plans through it, so a plan gets the same verdicts wherever it is checked. A complexity spec's
+rule set (``kind: complexity``) makes it check complexity labels instead (``complexity.py``), in the same places.
 
 The taxonomy a plan is checked against comes, in this order, from the record's own metadata (``taxonomy_shown``,
 written at generation), the spec, or the category block of the record's system prompt (file mode, data made
@@ -20,7 +21,8 @@ from typing import Any, Callable
 from mashbill.factory.records import Verdict
 from mashbill.validators.drift import WorkedExample, worked_examples
 from mashbill.validators.plans import Shown
-from mashbill.validators.ruleset import RuleSet, load_ruleset
+from mashbill.validators.complexity_rules import load_rules
+from mashbill.validators.ruleset import RuleSet
 
 STAGE = "validate"
 # rules that need something a record may lack: rule id -> what it needs
@@ -69,9 +71,11 @@ class RecordChecker:
         self.spec_shown = self._spec_shown(taxonomy, variation)
         self.renames = renames if renames is not None else self._renames(taxonomy)
         self.triggers = None
+        # a complexity rule set (validators/complexity.py) checks labels, not plans
+        self.complexity = getattr(ruleset, "kind", None) == "complexity"
         enabled = {r.id for r in ruleset.rules if r.enabled} if ruleset is not None else set()
         self._needs = [(rule_id, need) for rule_id, need in _NEEDS.items() if rule_id in enabled]
-        if ruleset is not None:
+        if ruleset is not None and not self.complexity:
             from mashbill.validators.triggers import triggers_for
 
             self.triggers = triggers_for(ruleset)
@@ -88,7 +92,7 @@ class RecordChecker:
         if "rules" not in rs.file_paths:
             ruleset = None
         elif ruleset is None:
-            ruleset = load_ruleset(rs.file_paths["rules"])
+            ruleset = load_rules(rs.file_paths["rules"])
         return cls(ruleset=ruleset, schema=rs.output_schema, catalog=rs.catalog, taxonomy=rs.taxonomy,
                    variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
                    origin=rs.ref)
@@ -97,6 +101,8 @@ class RecordChecker:
     def for_file(cls, ruleset: RuleSet, rs=None) -> "RecordChecker":
         """File mode: the rule set, plus the catalog, taxonomy and examples of ``--spec`` when given; otherwise the
         library's tool catalog and renames, and the taxonomy and examples of each record's own system prompt."""
+        if getattr(ruleset, "kind", None) == "complexity":
+            return cls(ruleset=ruleset, origin=rs.ref if rs is not None else "file")
         if rs is not None:
             return cls(ruleset=ruleset, catalog=rs.catalog, taxonomy=rs.taxonomy,
                        variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
@@ -170,6 +176,10 @@ class RecordChecker:
         query = inputs if isinstance(inputs, str) else (inputs or {}).get("query") or ""
         if self.ruleset is None or not query or output is None:
             return verdicts
+        if self.complexity:
+            from mashbill.validators.complexity import check_complexity, history_turns
+
+            return verdicts + check_complexity(self.ruleset, query, output, history_turns(inputs, meta), stage)
         from mashbill.validators.routing import check_plan
 
         shown, source = self.shown_for(meta, system)

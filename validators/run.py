@@ -231,15 +231,24 @@ def _plan_of(row: Row):
         return None
 
 
+def _history_turns(row: Row) -> int:
+    """Messages before the last user turn, system prompt aside (the complexity rules' history, DOMAIN §6.2)."""
+    msgs = [m for m in (row.examples[0].messages or ()) if m.get("role") != "system"] if row.examples else []
+    users = [i for i, m in enumerate(msgs) if m.get("role") == "user"]
+    return users[-1] if users else 0
+
+
 def check_rules(rows: list[Row], opts: Options, report: Report) -> None:
-    """File mode: the routing rules on every row whose target is a JSON plan, through the one record checker."""
+    """File mode: the routing rules on every row whose target is a JSON plan (or, with a complexity spec or rule
+    set, the complexity rules on every JSON label), through the one record checker."""
     from mashbill.validators.checker import RecordChecker
 
     spec = opts.spec
     if not opts.apply_rules:
         report.sections["rules"] = {"rule_set": None, "skipped": ["all rules: --no-rules"]}
         return
-    if spec is not None and spec.spec.kind != "plan":
+    complexity = getattr(opts.rules, "kind", None) == "complexity"
+    if spec is not None and spec.spec.kind != "plan" and not complexity:
         report.sections["rules"] = {"rule_set": None, "skipped": [f"all rules: --spec {spec.ref} is a "
                                                                   f"{spec.spec.kind} spec, not a plan spec"]}
         return
@@ -255,7 +264,8 @@ def check_rules(rows: list[Row], opts: Options, report: Report) -> None:
         if plan is None or not query:
             checker.not_a_plan()
             continue
-        found = checker.check(query, plan, None, system=system)
+        meta = {"history_turns": _history_turns(row)} if complexity else None
+        found = checker.check(query, plan, meta, system=system)
         counts.update(v.code for v in found)
         report.add(row.key, found)
     report.sections["rules"] = {**checker.summary(), "counts": dict(counts)}
@@ -375,7 +385,9 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
                                    f"(hash {rs.hash[:12]}) in {store.root}{hint}")
     report = Report(f"{rs.ref} in {store.root}", rs.spec.kind)
     if opts.rules is None and rs.spec.rules:
-        opts.rules = load_ruleset(rs.file_paths["rules"])
+        from mashbill.validators.complexity_rules import load_rules
+
+        opts.rules = load_rules(rs.file_paths["rules"])  # a routing or a complexity rule set
     checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
     rows, eval_rows = [], []
     rule_counts: Counter = Counter()

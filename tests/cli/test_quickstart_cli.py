@@ -46,6 +46,30 @@ def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(quickstart):
     assert checked >= 2
 
 
+def test_quickstart_complexity_labels_it_accepts_pass_the_complexity_rules(quickstart):
+    """Accepted must mean right: no accepted label breaks a complexity rule, and no recall question is accepted with
+    another label than memory_recall (the reference's override; SmolLM2-135M labels them complex)."""
+    from mashbill.specs import find_spec, load_spec
+    from mashbill.validators.complexity import analyze, check_complexity
+    from mashbill.validators.complexity_rules import load_rules
+
+    folder, _ = quickstart
+    rs = load_spec(find_spec("quickstart-complexity"))
+    rules = load_rules(rs.file_paths["rules"])
+    assert rules.kind == "complexity"
+    with Store.open(folder / "mashbill-data", read_only=True) as store:
+        records = store.records(spec_hash=rs.hash, status=None)
+    assert len(records) == 52
+    accepted = [r for r in records if r.status == "accepted"]
+    assert accepted
+    for rec in accepted:
+        rejects = [v for v in check_complexity(rules, rec.input["query"], rec.output) if v.severity == "reject"]
+        assert not rejects, (rec.input["query"], rejects)
+    recall = [r for r in records if analyze(rules, r.input["query"]).hit("recall")]
+    assert len(recall) == 2  # the two quick-start recall questions (EN, DE)
+    assert all(r.status != "accepted" or r.output["complexity"] == "memory_recall" for r in recall)
+
+
 def test_quickstart_refuses_a_bad_option_before_any_work(tmp_path):
     res = invoke("quickstart", "--threads", "0", env={"MASHBILL_STORE": str(tmp_path / "qs")})
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and "--threads" in res.stderr, res.output

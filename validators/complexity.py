@@ -1,0 +1,190 @@
+"""The complexity rules (``CPLX001``-``CPLX006``): one function per rule id of the complexity rule set.
+
+The reference estimator (DOMAIN.md §6.1) overrides any model with two deterministic steps, utility phrasings ->
+trivial and recall phrases -> memory_recall, and falls back to a word-count and marker heuristic. A label that
+contradicts an override, or the heuristic where it is unambiguous (a long request called trivial, a short factual
+lookup called complex, a recall label for a request that recalls nothing), is rejected: accepted must mean right.
+Where the label merely disagrees with the full heuristic the record is flagged (CPLX006) for a reviewer, since the
+heuristic itself is what a trained classifier should improve on.
+
+The rules look at the user's query only, plus the number of history turns a record carries (§6.2's upgrade).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from mashbill.factory.records import Verdict
+from mashbill.validators.complexity_rules import CUE_GROUPS, CompiledCues, ComplexityRuleSet
+
+STAGE = "validate"
+
+
+_COMPILED: dict[int, tuple[ComplexityRuleSet, CompiledCues]] = {}
+
+
+def cues_for(rs: ComplexityRuleSet) -> CompiledCues:
+    """The rule set's cues, compiled once per loaded rule set (the loader caches rule sets by file)."""
+    hit = _COMPILED.get(id(rs))
+    if hit is None or hit[0] is not rs:
+        hit = _COMPILED[id(rs)] = (rs, CompiledCues(rs.cues))
+    return hit[1]
+
+
+def compressibility(text: str) -> float:
+    """1 - zlib(level 9) length / raw length, on UTF-8 bytes (the reference's AIC signal)."""
+    raw = text.encode("utf-8")
+    return 1 - len(zlib.compress(raw, 9)) / len(raw) if raw else 0.0
+
+
+@dataclass
+class QueryFacts:
+    """What the rules need to know about one query, computed once."""
+
+    query: str
+    words: int
+    history: int
+    hits: dict[str, str | None] = field(default_factory=dict)  # cue group -> first match
+
+    def hit(self, group: str) -> str | None:
+        return self.hits.get(group)
+
+
+def analyze(rs: ComplexityRuleSet, query: str, history: int = 0) -> QueryFacts:
+    cues = cues_for(rs)
+    facts = QueryFacts(query, len(query.split()), history)
+    for group in CUE_GROUPS:
+        text = query[:rs.bounds.utility_chars] if group == "utility" else query
+        facts.hits[group] = cues.find(group, text)
+    return facts
+
+
+def heuristic(rs: ComplexityRuleSet, facts: QueryFacts) -> tuple[str, str]:
+    """The reference's label without its DeBERTa step (§6.1 steps 1, 2 and 4, then §6.2's history upgrade), and why."""
+    label, why = _heuristic(rs, facts)
+    if label in ("trivial", "moderate") and facts.history >= rs.bounds.history_upgrade:
+        return "memory_recall", f"{label} upgraded: {facts.history} history turns"
+    return label, why
+
+
+def _heuristic(rs: ComplexityRuleSet, f: QueryFacts) -> tuple[str, str]:
+    b = rs.bounds
+    if f.hit("utility"):
+        return "trivial", f"utility phrasing '{f.hit('utility')}'"
+    recall = f.hit("recall") or f.hit("recall_broad")
+    if recall:
+        return "memory_recall", f"recall phrase '{recall}'"
+    if f.words >= b.long_words:
+        return "complex", f"{f.words} words"
+    for group in ("analysis", "research"):
+        if f.hit(group):
+            return "complex", f"{group} marker '{f.hit(group)}'"
+    if f.words <= b.short_lookup_words and f.hit("factual_opener"):
+        return "trivial", f"short factual opener '{f.hit('factual_opener').strip()}'"
+    marker = f.hit("domain") or f.hit("code")
+    if f.words <= b.short_words and not marker:
+        return "trivial", f"{f.words} words, no domain or code marker"
+    if len(f.query.encode("utf-8")) >= b.aic_min_bytes:
+        c = compressibility(f.query)
+        if c < b.aic_complex_below and f.words >= b.aic_complex_words:
+            return "complex", f"compressibility {c:.2f}"
+        if c > b.aic_trivial_above and f.words <= b.aic_trivial_words:
+            return "trivial", f"compressibility {c:.2f}"
+    if marker:
+        return "moderate", f"domain or code marker '{marker}'"
+    return "moderate", "default"
+
+
+# ---------------------------------------------------------------- the rules: (rule set, facts, label) -> detail or None
+
+Rule = Callable[[ComplexityRuleSet, QueryFacts, str], "str | None"]
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str):
+    def register(fn: Rule) -> Rule:
+        RULES[rule_id] = fn
+        return fn
+    return register
+
+
+@rule("recall-cue")
+def _recall_cue(rs, f, label):
+    if f.hit("recall") and not f.hit("utility") and label != "memory_recall":
+        return f"recall phrase '{f.hit('recall')}' labelled {label}, not memory_recall"
+    return None
+
+
+@rule("utility-phrase")
+def _utility(rs, f, label):
+    if f.hit("utility") and label != "trivial":
+        return f"utility phrasing '{f.hit('utility')}' labelled {label}, not trivial"
+    return None
+
+
+@rule("long-not-trivial")
+def _long(rs, f, label):
+    if label == "trivial" and f.words >= rs.bounds.long_words and not f.hit("utility"):
+        return f"{f.words} words labelled trivial (>= {rs.bounds.long_words})"
+    return None
+
+
+@rule("recall-unfounded")
+def _unfounded(rs, f, label):
+    if label == "memory_recall" and not (f.hit("recall") or f.hit("recall_broad")) and f.history == 0:
+        return "memory_recall without a recall phrase or history turns"
+    return None
+
+
+@rule("short-lookup-not-complex")
+def _short_lookup(rs, f, label):
+    if label != "complex":
+        return None
+    if f.hit("greeting") and f.words <= rs.bounds.short_words:
+        return f"short greeting ({f.words} words, '{f.hit('greeting').strip()}') labelled complex"
+    if f.words > rs.bounds.short_lookup_words or not f.hit("factual_opener"):
+        return None
+    if any(f.hit(g) for g in ("analysis", "research", "domain", "code", "not_lookup", "recall", "recall_broad")):
+        return None
+    return (f"short factual lookup ({f.words} words, opener '{f.hit('factual_opener').strip()}', no analysis, "
+            f"research, domain, code, maths or how-to marker) labelled complex")
+
+
+@rule("heuristic-agrees")
+def _agrees(rs, f, label):
+    expected, why = heuristic(rs, f)
+    return None if expected == label else f"labelled {label}; the reference heuristic says {expected} ({why})"
+
+
+# ---------------------------------------------------------------- a record
+
+def history_turns(inputs: Any, meta: dict | None = None) -> int:
+    """History turns a record carries: ``input.history`` (a list of turns) or ``meta.history_turns``."""
+    if isinstance(inputs, dict) and isinstance(inputs.get("history"), list):
+        return len(inputs["history"])
+    n = (meta or {}).get("history_turns")
+    return n if isinstance(n, int) and n > 0 else 0
+
+
+def label_of(rs: ComplexityRuleSet, output: Any) -> str | None:
+    value = output.get(rs.label_field) if isinstance(output, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def check_complexity(rs: ComplexityRuleSet, query: str, output: Any, history: int = 0,
+                     stage: str = STAGE) -> list[Verdict]:
+    """Every enabled rule's verdict on one label (none when the output carries no label: the schema says so)."""
+    label = label_of(rs, output)
+    if label is None or not query:
+        return []
+    facts = analyze(rs, query, history)
+    out = []
+    for entry in rs.rules:
+        if not entry.enabled:
+            continue
+        detail = RULES[entry.id](rs, facts, label)  # the loader refuses ids without an implementation
+        if detail:
+            out.append(Verdict(entry.code, entry.severity, detail, stage))
+    return out
