@@ -9,6 +9,9 @@
     lora: {r: 8, alpha: 16}
     schedule: {max_steps: 3, batch_size: 2, learning_rate: 2.0e-4}
 
+A classifier (method classify) can keep k of its base encoder's layers: `student_layers: 3` with
+`base_model: embedded:all-minilm-l6-v2` trains a 3-layer student (layers 1, 3, 5 of 6; see trainers/classify.py).
+
 The profile (tokenizer, chat template, max_seq_len, truncation side, loss mode) is compared with the
 snapshot's manifest by the preflight; a field left unset takes the manifest's value, so a config that
 says nothing trains exactly what was validated.
