@@ -1,6 +1,7 @@
 """Smaller ONNX INT8 students for the latency target: all-MiniLM-L6-v2 with k of its 6 layers vs all 6.
 
-Every student is trained the same way (same rows, same seed, same steps, batch and learning rate) on real
+Every student is trained the same way (same rows, seed, batch and learning rate; the same steps unless a
+student names its own, as the default `3:spread:600` does: a 3-layer step costs about half) on real
 text nobody here wrote: the scenario labels (18 routing-like classes: alarm, calendar, qa, weather, ...) of
 the NLU Evaluation Data (`/work/shared/data/queries-dev/nlu_evaluation_data`, CC-BY-4.0), deduplicated by
 lower-cased text and split 80/20 by a hash of the text. The k-layer students are cut with the trainer's own
@@ -10,7 +11,7 @@ checked with its parity code against their own PyTorch model. Latency is batch 1
 the Rust tokenizer included (`OnnxPredictor.logits_one`), all students measured interleaved in rounds in one
 process so that a busy machine slows them alike. `int8_pt` rows: the same graph quantized per tensor.
 
-Last line (machine-readable; onnx_* are the chosen student's, l6_* the 6-layer model's):
+Last line (machine-readable; onnx_* are the chosen student's, by default 3 layers x 600 steps; l6_* the 6-layer's):
   student_layers= onnx_int8_p50_ms= onnx_int8_p95_ms= onnx_int8_p99_ms= onnx_agreement= onnx_acc_drop=
   l6_p50_ms= l6_p95_ms= l6_p99_ms= l6_agreement= l6_acc_drop= acc_l6= acc_lK= ...
 Targets (1 thread, <= 64 tokens): INT8 p50 <= 1.0 ms, p99 <= 2.5 ms, agreement >= 0.99, drop <= 0.5 points.
@@ -128,12 +129,26 @@ def interleaved_latency(predictors: dict, texts: list[str], samples: int, rounds
     return out
 
 
+def student_name(spec: str, default_steps: int) -> tuple[int, str, int]:
+    """K[:pick[:steps]] -> (k, pick, steps)."""
+    parts = spec.split(":")
+    return int(parts[0]), (parts[1] if len(parts) > 1 and parts[1] else "spread"), \
+        (int(parts[2]) if len(parts) > 2 else default_steps)
+
+
+def student_key(spec: str, default_steps: int) -> str:
+    k, pick, steps = student_name(spec, default_steps)
+    base = "l6" if k == 6 else f"l{k}_{pick}"
+    return base if steps == default_steps else f"{base}_{steps}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=NLU)
-    ap.add_argument("--students", default="6,3:spread,3:first",
-                    help="comma-separated K[:spread|first]; 6 is the full model (default %(default)s)")
-    ap.add_argument("--choose", default="3:spread", help="the student the onnx_* keys report")
+    ap.add_argument("--students", default="6,3:spread,3:first,3:spread:600",
+                    help="comma-separated K[:spread|first[:STEPS]]; 6 is the full model; STEPS overrides --steps "
+                         "(a 3-layer step costs about half a 6-layer one) (default %(default)s)")
+    ap.add_argument("--choose", default="3:spread:600", help="the student the onnx_* keys report")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=1e-4)
@@ -152,6 +167,8 @@ def main() -> None:
     train, ev, names = nlu_scenarios(args.data)
     if args.quick:
         args.steps, args.latency_samples, ev = 20, 200, ev[:200]
+        args.students = ",".join(dict.fromkeys(":".join(x.split(":")[:2]) for x in args.students.split(",")))
+        args.choose = ":".join(args.choose.split(":")[:2])
     texts, gold_ids = [t for t, _ in ev], [y for _, y in ev]
     gold = [names[y] for y in gold_ids]
     print(f"data: {args.data.name}, {len(names)} scenario labels, train {len(train)}, eval {len(ev)}; "
@@ -160,14 +177,13 @@ def main() -> None:
     results, predictors = {}, {}
     try:
         for spec in args.students.split(","):
-            k, _, pick = spec.partition(":")
-            k, pick = int(k), pick or "spread"
-            name = f"l{k}" if k == 6 else f"l{k}_{pick}"
+            k, pick, steps = student_name(spec, args.steps)
+            name = student_key(spec, args.steps)
             torch.set_num_threads(args.train_threads)
             run = work / name
             if not (run / "model" / "config.json").is_file():
                 info = train_student(run, train, names, layers=None if k == 6 else k, pick=pick,
-                                     steps=args.steps, batch=args.batch, lr=args.lr)
+                                     steps=steps, batch=args.batch, lr=args.lr)
             else:
                 info = {"kept": None, "train_s": float("nan"), "loss_last": float("nan")}
             paths = export_student(run, work / f"{name}-onnx") if not (work / f"{name}-onnx").exists() else {
@@ -194,8 +210,8 @@ def main() -> None:
         print(f"{'1 thread, batch 1, tokenization incl.':<40} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
         for k, v in lat.items():
             print(f"{k:<40} {v['p50_ms']:>8.3f} {v['p95_ms']:>8.3f} {v['p99_ms']:>8.3f}")
-        k, _, pick = args.choose.partition(":")
-        chosen = f"l{k}" if k == "6" else f"l{k}_{pick or 'spread'}"
+        k = student_name(args.choose, args.steps)[0]
+        chosen = student_key(args.choose, args.steps)
         c, full = lat[f"{chosen}/int8"], lat["l6/int8"]
         print(f"{chosen} vs l6 (int8, p50): {full['p50_ms'] / c['p50_ms']:.2f}x faster; accuracy "
               f"{results[chosen]['parity']['int8']['accuracy_reference']:.4f} vs "
