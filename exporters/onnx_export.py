@@ -23,6 +23,7 @@ META_LINEAGE = "mashbill.lineage"
 META_LABELS = "mashbill.id2label"
 META_PROBLEM = "mashbill.problem_type"
 META_MAX_LEN = "mashbill.max_length"
+META_LAYERS = "mashbill.encoder_layers"  # a k-layer student (trainers: student_layers) says so in the file
 
 
 def _need(module: str, extra: str):
@@ -84,7 +85,8 @@ def export_classifier(run: Run, out: Path, lineage: dict, *, max_length: int = 6
     except Exception as exc:  # the exporter raises many types; one line is what the user needs
         raise ExportError(f"torch.onnx.export failed for {run.model_dir}: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
-    meta = {META_LINEAGE: json.dumps(lineage, sort_keys=True),
+    lineage = {**lineage, "encoder": encoder_layers(model.config)}
+    meta = {META_LINEAGE: json.dumps(lineage, sort_keys=True), META_LAYERS: str(model.config.num_hidden_layers),
             META_LABELS: json.dumps({int(k): v for k, v in model.config.id2label.items()}, sort_keys=True),
             META_PROBLEM: problem_type(model.config), META_MAX_LEN: str(max_length)}
     _save_with_meta(onnx, raw, fp32, meta)
@@ -96,6 +98,11 @@ def export_classifier(run: Run, out: Path, lineage: dict, *, max_length: int = 6
     tmp8.unlink()
     tokenizer.save_pretrained(str(out / "tokenizer"))
     return {"fp32": fp32, "int8": int8, "tokenizer": out / "tokenizer" / "tokenizer.json"}
+
+
+def encoder_layers(config) -> dict:
+    """The encoder's layer count and, for a student cut from a deeper base, which base layers it kept."""
+    return {"layers": int(config.num_hidden_layers), "kept_base_layers": getattr(config, "mashbill_kept_layers", None)}
 
 
 def _save_with_meta(onnx, src: Path, dst: Path, meta: dict) -> None:

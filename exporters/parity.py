@@ -81,7 +81,10 @@ def onnx_report(model, tokenizer, paths: dict, snapshot: Snapshot, *, max_length
     id2label = {int(k): v for k, v in model.config.id2label.items()}
     multi = model.config.problem_type == "multi_label_classification"
     reference = torch_logits(model, tokenizer, texts, max_length)
+    from mashbill.exporters.onnx_export import encoder_layers
+
     report = {"split": "eval", "max_length": max_length, "tokenizer": "tokenizers (Rust), batch 1, included",
+              "encoder": encoder_layers(model.config),
               "parity": {}, "latency": {}}
     for name in ("fp32", "int8"):
         pred = OnnxPredictor(paths[name], threads=1)

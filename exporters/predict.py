@@ -53,6 +53,7 @@ class OnnxPredictor:
         self.multi_label = meta.get("mashbill.problem_type") == "multi_label_classification"
         self.max_length = int(meta.get("mashbill.max_length", 64))
         self.lineage = json.loads(meta.get("mashbill.lineage", "{}"))
+        self.encoder_layers = int(meta["mashbill.encoder_layers"]) if "mashbill.encoder_layers" in meta else None
         tok = self.path.parent / "tokenizer" / "tokenizer.json"
         if not tok.is_file():
             raise ExportError(f"{tok}: missing; the ONNX student needs the tokenizer its export wrote beside it")

@@ -25,6 +25,8 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
     model = AutoModelForSequenceClassification.from_pretrained(
         str(base.path), num_labels=len(info["id2label"]), id2label=info["id2label"], label2id=info["label2id"],
         problem_type=info["problem_type"], dtype=torch.float32)
+    if cfg.student_layers is not None:
+        keep_layers(model, cfg.student_layers, cfg.student_layer_pick)
 
     def tok(batch):
         return tokenizer(batch["text"], truncation=True, max_length=cfg.max_length)
@@ -63,3 +65,43 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
 
     trainer.mashbill_evaluate = evaluate
     return trainer, save
+
+
+def layer_indices(have: int, k: int, pick: str = "spread") -> list[int]:
+    """Which of `have` encoder layers a k-layer student keeps. `spread`: evenly spaced, always ending on the
+    last layer (its output is what the base model's pooling was trained on); `first`: layers 0..k-1."""
+    if not 1 <= k <= have:
+        raise ValueError(f"student_layers {k}: expected 1..{have}")
+    if pick == "first":
+        return list(range(k))
+    return sorted(have - 1 - int(j * have / k + 0.5) for j in range(k))
+
+
+def keep_layers(model, k: int, pick: str = "spread") -> list[int]:
+    """Cut the encoder of a loaded HF sequence classifier down to k layers in place; the config records the
+    count (so save/load and the ONNX export see a k-layer model) and which base layers were kept."""
+    import torch
+
+    layers = model.base_model.encoder.layer
+    idx = layer_indices(len(layers), k, pick)
+    model.base_model.encoder.layer = torch.nn.ModuleList(layers[i] for i in idx)
+    model.config.num_hidden_layers = k
+    model.config.mashbill_kept_layers = idx
+    return idx
+
+
+def base_layer_count(ref: str, base_dir=None) -> int:
+    """The base model's encoder layer count from its config.json, without loading weights."""
+    import json
+
+    from mashbill.errors import MashbillError
+    from mashbill.trainers.base_model import locate
+
+    path = locate(ref, base_dir)
+    conf = path / "config.json"
+    if not conf.is_file():
+        raise MashbillError(f"base model {path}: no config.json to read the layer count from")
+    n = json.loads(conf.read_text(encoding="utf-8")).get("num_hidden_layers")
+    if not isinstance(n, int):
+        raise MashbillError(f"base model {path}: config.json has no num_hidden_layers")
+    return n

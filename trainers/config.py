@@ -9,6 +9,9 @@
     lora: {r: 8, alpha: 16}
     schedule: {max_steps: 3, batch_size: 2, learning_rate: 2.0e-4}
 
+A classifier (method classify) can keep k of its base encoder's layers: `student_layers: 3` with
+`base_model: embedded:all-minilm-l6-v2` trains a 3-layer student (layers 1, 3, 5 of 6; see trainers/classify.py).
+
 The profile (tokenizer, chat template, max_seq_len, truncation side, loss mode) is compared with the
 snapshot's manifest by the preflight; a field left unset takes the manifest's value, so a config that
 says nothing trains exactly what was validated.
@@ -82,6 +85,10 @@ class TrainConfig(Strict):
     gradient_checkpointing: bool = False  # trades compute for memory: on for long sequences on a GPU
     beta: float = Field(0.1, gt=0)  # dpo
     max_length: int = Field(128, ge=8)  # classify: tokens per text
+    # classify: keep k of the base encoder's layers (a smaller, faster student; None keeps all). `spread`
+    # keeps every other layer ending on the last (6 -> 3: layers 1, 3, 5), `first` keeps layers 0..k-1.
+    student_layers: int | None = Field(None, ge=1)
+    student_layer_pick: Literal["spread", "first"] = "spread"
     threads: int | None = Field(None, ge=1)
 
     @property
@@ -91,6 +98,9 @@ class TrainConfig(Strict):
         from mashbill.specs import canonical_json
 
         body = self.model_dump(mode="json", exclude={"store"})
+        if self.student_layers is None:  # a config written before the option keeps its identity (ladder history)
+            body.pop("student_layers")
+            body.pop("student_layer_pick")
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 

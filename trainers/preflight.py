@@ -139,6 +139,8 @@ def run_preflight(cfg: TrainConfig, config_dir: Path | None = None) -> Preflight
         except MashbillError as exc:
             raise PreflightError(f"config {cfg.name}: {exc}") from None
     pf = Preflight(cfg, path, manifest, mp, fmt, None, deepspeed_path=ds_path.resolve() if cfg.deepspeed else None)
+    if cfg.student_layers is not None:
+        _check_layers(cfg, base_dir)
     if cfg.method == "classify":
         _check_classify(pf)
     else:
@@ -154,6 +156,21 @@ def _check_classify(pf: Preflight) -> None:
     if not (pf.manifest.get("classes") or {}).get("names"):
         pf.notes.append("the manifest carries no class mapping (an older snapshot): class ids come from the labels "
                         "that occurred")
+
+
+def _check_layers(cfg: TrainConfig, base_dir: Path) -> None:
+    """student_layers: classify only, and at most the base encoder's layer count (read from config.json)."""
+    if cfg.method != "classify":
+        raise PreflightError(f"config {cfg.name}: student_layers applies to method classify, not {cfg.method}")
+    from mashbill.trainers.classify import base_layer_count
+
+    try:
+        have = base_layer_count(cfg.base_model, base_dir)
+    except MashbillError as exc:
+        raise PreflightError(f"config {cfg.name}: {exc}") from None
+    if cfg.student_layers > have:
+        raise PreflightError(f"config {cfg.name}: student_layers {cfg.student_layers} is more than the "
+                             f"{have} layers of base model {cfg.base_model}")
 
 
 COLUMNS = ["example_id", "record_id", "row_kind", "prompt", "completion", "rejected", "turns", "copy",
