@@ -41,7 +41,7 @@ _BARE_REFERENCE = re.compile(
 # a pronoun with nothing it can refer to: "How does it work?", "How to fix it?", "What is this?"
 _DANGLING = re.compile(
     r"^(?:\W*)(?:(?:how|why|what)\s+(?:does|did|do|is|are|can|could|should|would|will|"
-    r"to)\s+(?:it|this|that)\b(?!\s+(?:take|cost|mean\s+to|rain|snow|time|year))|"
+    r"to)\s+(?:it|this|that)\b(?!\s+(?:take|cost|mean\s+(?:to|when|if|that)|rain|snow|time|year))|"
     r"(?:how|what)\s+(?:to|do\s+i|can\s+i|should\s+i|do\s+we|can\s+we)\s+\w+\s+(?:it|this|that|them)\s*[?.!]*$|"
     r"what\s+is\s+(?:this|that|it)\s*[?.!]*$)", _I)
 _DE_CONTEXT = re.compile(
@@ -49,7 +49,7 @@ _DE_CONTEXT = re.compile(
     r"Beispiel|Liste|Tabelle)|(?:der|die|das|den|dem)\s+(?:obige[nmrs]?|folgende[nmrs]?|genannte[nmrs]?)\b|"
     r"oben\s+(?:genannt|stehend|erwähnt)|wie\s+funktioniert\s+(?:das|es)\b|andere[nr]?\s+Weg)", _I)
 LONG_WORDS = 25
-_CONTENT_AFTER = re.compile(r"[:\"'“„«`]|\n")
+_CONTENT_AFTER = re.compile(r":\s*\S|[\"'“„«`]|\n")  # the text referred to follows
 
 
 def needs_context(text: str, cell_type: str | None = None) -> str | None:
@@ -70,12 +70,15 @@ def needs_context(text: str, cell_type: str | None = None) -> str | None:
 # ---------------------------------------------------------------- SYN010 several requests
 
 _SENTENCE = re.compile(r"[^.?!]+(?:[.?!]+|$)")
-_LIST_ITEM = re.compile(r"(?:^|\s)\d{1,2}[.)]\s+[^\W\d_]", re.UNICODE)
+_LIST_ITEM = re.compile(r"(?:^|[.?!:]\s+)\d{1,2}[.)]\s+[^\W\d_]", re.UNICODE)  # "1. How ... 2. What ..."
+_MONTHS = ("jan|feb|mär|mar|apr|mai|may|jun|jul|aug|sep|okt|oct|nov|dez|dec")
 
 
 def _sentences(text: str) -> list[str]:
     # a full stop inside a number ("12.750", "1.249") or an abbreviation-like token does not end a sentence
-    protected = re.sub(r"(?<=\d)\.(?=\d)|\b(?:e\.g|i\.e|etc|vs|Abs|Nr|bzw|z\.B|ca|Dr|Mr|Mrs|St)\.", "\0", text)
+    # nor does the point of a German ordinal date ("vom 1. März")
+    protected = re.sub(r"(?<=\d)\.(?=\d)|(?<=\b\d)\.(?=\s(?:" + _MONTHS + r"))|(?<=\b\d\d)\.(?=\s(?:" + _MONTHS
+                       + r"))|\b(?:e\.g|i\.e|etc|vs|Abs|Nr|bzw|z\.B|ca|Dr|Mr|Mrs|St)\.", "\0", text, flags=_I)
     return [s.replace("\0", ".").strip() for s in _SENTENCE.findall(protected) if len(_WORDS.findall(s)) >= 1]
 
 
@@ -105,7 +108,7 @@ _ASSISTANT = re.compile(
     r"\b(?:(?:can|may|could|shall)\s+I\s+(?:help|assist)\s+you|help\s+you\s+with|I\s+can\s+help\s+with|"
     r"anything\s+else|assist\s+you|what\s+can\s+(?:I|you)\s+do\s+for\s+(?:you|me)|what\s+brings\s+you|"
     r"(?:a|the)\s+user\s+(?:asked|asks|added|sent|wants|will)|your\s+(?:favou?rite|experience)|"
-    r"would\s+you\s+like\s+to\s+ask|what\s+made\s+you|are\s+you\s+sure|kann\s+ich\s+(?:dir|Ihnen)\s+helfen)\b", _I)
+    r"would\s+you\s+like\s+to\s+ask|what\s+made\s+you|are\s+you\s+sure|kann\s+ich\s+(?:dir|Ihnen)\s+(?:\w+\s+){0,2}helfen|womit\s+kann\s+ich)\b", _I)
 
 
 def assistant_voice(text: str) -> str | None:
