@@ -52,56 +52,60 @@ def real_queries(data: Path) -> list[tuple[str, str]]:
     return rows
 
 
+def measure(half: str = "report", data: Path | None = None, show: str = "", echo=print) -> dict:
+    """The screen on the yardstick's `half` and on the real queries under `data`; prints the table, returns the
+    figures of the last line."""
+    from mashbill.specs import load_spec
+    from mashbill.validators.queries import quality_codes, query_screen
+
+    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if half == "all" or r["half"] == half]
+    screen = query_screen(load_spec(SPEC))
+    found = []
+    for r in rows:
+        t, lang, kind = r["cell"].split("/")
+        codes = quality_codes(screen, r["query"], lang, t, kind == "trap")
+        found.append(codes)
+        if show and show in codes:
+            echo(f"  {show} {'GENUINE' if r['genuine'] else r['reason']:>14} | {r['query'][:110]}")
+    bad = sum(not r["genuine"] for r in rows)
+    echo(f"{len(rows)} labelled queries ({half} half), {len(rows) - bad} genuine, {bad} not")
+    echo(f"{'check':8} {'drops':>6} {'precision':>10} {'recall':>7}  (alone, on every query)")
+    for code in sorted({c for f in found for c in f}):
+        drops = [r for r, f in zip(rows, found) if code in f]
+        wrong = sum(r["genuine"] for r in drops)
+        echo(f"{code:8} {len(drops):>6} {1 - wrong / len(drops):>10.2f} {(len(drops) - wrong) / bad:>7.2f}")
+    dropped = [r for r, f in zip(rows, found) if f]
+    kept = [r for r, f in zip(rows, found) if not f]
+    wrong = sum(r["genuine"] for r in dropped)
+    precision = sum(r["genuine"] for r in kept) / len(kept) if kept else 0.0
+    recall = (len(dropped) - wrong) / bad if bad else 0.0
+    echo(f"whole screen: drops {len(dropped)} ({wrong} genuine), keeps {len(kept)}, genuine share of the kept "
+         f"{precision:.2f} (before {1 - bad / len(rows):.2f}), recall of the non-genuine {recall:.2f}")
+
+    real = real_queries(data) if data is not None and data.is_dir() else []
+    real_drops: dict[str, list[str]] = {}
+    for text, lang in real:
+        for code in quality_codes(screen, text, lang, None, False, shape=False):
+            real_drops.setdefault(code, []).append(text)
+    flagged = {t for v in real_drops.values() for t in v}
+    echo(f"real queries-dev queries: {len(real)}; dropped by a quality check: {len(flagged)} "
+         f"({len(flagged) / max(len(real), 1):.2%})")
+    for code, texts in sorted(real_drops.items()):
+        echo(f"  {code} {len(texts):>5}  e.g. {texts[0][:100]!r}")
+    return {"half": half, "n": len(rows), "genuine_before": round(1 - bad / len(rows), 3),
+            "genuine_precision": round(precision, 3), "screen_recall": round(recall, 3), "kept": len(kept),
+            "real_n": len(real), "real_false_drop": round(len(flagged) / max(len(real), 1), 4)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--half", default="report", choices=["report", "tune", "all"])
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/queries-dev"))
     ap.add_argument("--show", default="", help="print the fixture rows a check code drops (e.g. SYN009)")
     args = ap.parse_args()
-
-    from mashbill.specs import load_spec
-    from mashbill.validators.queries import quality_codes, query_screen
-
-    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    rows = [r for r in rows if args.half == "all" or r["half"] == args.half]
-    rs = load_spec(SPEC)
-    screen = query_screen(rs)
-    cells = {c: c.split("/") for c in {r["cell"] for r in rows}}
-    found = []
-    for r in rows:
-        t, lang, kind = cells[r["cell"]]
-        codes = quality_codes(screen, r["query"], lang, t, kind == "trap")
-        found.append(codes)
-        if args.show and args.show in codes:
-            print(f"  {args.show} {'GENUINE' if r['genuine'] else r['reason']:>14} | {r['query'][:110]}")
-    bad = sum(not r["genuine"] for r in rows)
-    print(f"{len(rows)} labelled queries ({args.half} half), {len(rows) - bad} genuine, {bad} not")
-    print(f"{'check':8} {'drops':>6} {'precision':>10} {'recall':>7}  (alone, on every query)")
-    for code in sorted({c for f in found for c in f}):
-        drops = [r for r, f in zip(rows, found) if code in f]
-        wrong = sum(r["genuine"] for r in drops)
-        print(f"{code:8} {len(drops):>6} {1 - wrong / len(drops):>10.2f} {(len(drops) - wrong) / bad:>7.2f}")
-    dropped = [r for r, f in zip(rows, found) if f]
-    kept = [r for r, f in zip(rows, found) if not f]
-    wrong = sum(r["genuine"] for r in dropped)
-    precision = sum(r["genuine"] for r in kept) / len(kept) if kept else 0.0
-    recall = (len(dropped) - wrong) / bad if bad else 0.0
-    print(f"whole screen: drops {len(dropped)} ({wrong} genuine), keeps {len(kept)}, genuine share of the kept "
-          f"{precision:.2f} (before {1 - bad / len(rows):.2f}), recall of the non-genuine {recall:.2f}")
-
-    real = real_queries(args.data) if args.data.is_dir() else []
-    real_drops: dict[str, list[str]] = {}
-    for text, lang in real:
-        for code in quality_codes(screen, text, lang, None, False, shape=False):
-            real_drops.setdefault(code, []).append(text)
-    flagged = {t for v in real_drops.values() for t in v}
-    print(f"real queries-dev queries: {len(real)}; dropped by a quality check: {len(flagged)} "
-          f"({len(flagged) / max(len(real), 1):.2%})")
-    for code, texts in sorted(real_drops.items()):
-        print(f"  {code} {len(texts):>5}  e.g. {texts[0][:100]!r}")
-    print(f"half={args.half} n={len(rows)} genuine_before={1 - bad / len(rows):.3f} genuine_precision={precision:.3f} "
-          f"screen_recall={recall:.3f} kept={len(kept)} real_n={len(real)} "
-          f"real_false_drop={len(flagged) / max(len(real), 1):.4f}")
+    figures = measure(args.half, args.data, args.show)
+    print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 
 if __name__ == "__main__":
