@@ -179,7 +179,7 @@ def cell_fit(text: str, cell_type: str, trap: bool, trig) -> str | None:
         return None if _evidence(cell_type, text, trig) else f"a {cell_type} query without its numbers or operands"
     checks = {"legal_paragraph": lambda: trig.citations or _PARAGRAPH.search(text),
               "research_before_code": lambda: trig.impl,
-              "translation": lambda: _TRANSLATE.search(text),
+              "translation": lambda: _TRANSLATE.search(text) and _PAYLOAD.search(text),  # and the text to translate
               "memory_recall": lambda: _RECALL.search(text),
               "creative": lambda: _CREATIVE.search(text),
               "code": lambda: _CODE.search(text),
