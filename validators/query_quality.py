@@ -70,6 +70,7 @@ def needs_context(text: str, cell_type: str | None = None) -> str | None:
 # ---------------------------------------------------------------- SYN010 several requests
 
 _SENTENCE = re.compile(r"[^.?!]+(?:[.?!]+|$)")
+_QUOTED = re.compile(r"['\"“„«`][^'\"“”„«»`]{2,}['\"”“»`]")
 _LIST_ITEM = re.compile(r"(?:^|[.?!:]\s+)\d{1,2}[.)]\s+[^\W\d_]", re.UNICODE)  # "1. How ... 2. What ..."
 _MONTHS = ("jan|feb|mär|mar|apr|mai|may|jun|jul|aug|sep|okt|oct|nov|dez|dec")
 
@@ -87,7 +88,7 @@ def several_requests(text: str, openers: set[str] | frozenset[str] = frozenset()
     `validators.queries.REQUEST_OPENERS` of the language) and then something else (an answer, a second request)."""
     if len(_LIST_ITEM.findall(text)) >= 2:
         return "a numbered list of requests"
-    sentences = _sentences(text)
+    sentences = _sentences(_QUOTED.sub("'…'", text))  # a question inside quotes is the text to work on
     questions = [s for s in sentences if s.endswith("?")]
     if len(questions) >= 2:
         return f"{len(questions)} questions in one"
@@ -128,17 +129,18 @@ _DATE = re.compile(
     r"sep(?:tember)?|oct(?:ober)?|okt(?:ober)?|nov(?:ember)?|dec(?:ember)?|dez(?:ember)?|monday|tuesday|wednesday|"
     r"thursday|friday|saturday|sunday|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|today|tomorrow|"
     r"heute|morgen)\b", _I)
-_IP = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?:/\d{1,2})?\b")
+_IP = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?:/\d{1,2})?\b|\b[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){2,7}/\d{1,3}\b",
+                 _I)  # IPv4, or an IPv6 prefix
 _HASH_WORD = re.compile(r"\b(?:sha-?\d*|md5|hash\w*|base64|base-64|hex\w*)\b", _I)
 _PAYLOAD = re.compile(r"['\"“„«`][^'\"“”„«»`]{2,}['\"”“»`]|:\s*\S{6,}")
 _PARAGRAPH = re.compile(r"§\s*\d|\bArt(?:\.|ikel|icle)\s*\d|\bParagra(?:ph|f)\s+\d", _I)
-_TRANSLATE = re.compile(r"\btranslat\w*|\bübersetz\w*|\bin(?:to|s)\s+(?:\w+\s+)?(?:English|German|French|Spanish|"
+_TRANSLATE = re.compile(r"\btranslat\w*|\bübersetz\w*|\bhow\s+do\s+(?:you|I)\s+say\b|\bwie\s+sagt\s+man\b|\bin(?:to|s)\s+(?:\w+\s+)?(?:English|German|French|Spanish|"
                         r"Italian|Englische|Deutsche|Französische|Spanische)\b", _I)
-_RECALL = re.compile(r"\b(?:earlier|before|previous(?:ly)?|last\s+time|you\s+said|I\s+(?:said|told|mentioned|gave|"
-                     r"asked)|remember|recall|remind|vorhin|vorher|erwähnt|gesagt|genannt|weißt\s+du\s+noch|"
+_RECALL = re.compile(r"\b(?:earlier|before|previous(?:ly)?|last\s+time|you\s+said|(?:did\s+)?I\s+(?:said|say|told|tell|"
+                     r"mentioned|mention|gave|give|asked)|remember|recall|remind|vorhin|vorher|erwähnt|gesagt|genannt|weißt\s+du\s+noch|"
                      r"erinnerst)\b", _I)
 _CREATIVE = re.compile(r"\b(?:write|compose|draft|create|invent|tell|poem|poetry|story|stories|song|lyrics|haiku|"
-                       r"limerick|essay|verse|schreib\w*|dichte\w*|gedicht|geschichte|erzähl\w*|lied|märchen)\b", _I)
+                       r"limerick|essay|verse|slogan|schreib\w*|entw[iu]rf\w*|dichte\w*|gedicht|geschichte|erzähl\w*|lied|märchen)\b", _I)
 _CODE = re.compile(r"\b(?:code|python|java|javascript|typescript|rust|go|golang|c\+\+|c#|sql|regex|bash|shell|script|"
                    r"function|method|class|list|array|dict\w*|string|loop|bug|exception|error|compile\w*|api|"
                    r"program\w*|funktion|schleife|fehler|skript)\b", _I)
