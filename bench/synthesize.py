@@ -1,16 +1,20 @@
 """Query synthesis and the judge with the embedded teacher (2 threads, the 52 quick-start seeds).
 
-Runs quickstart-queries@2 with a smaller target (--target, default 24) into a fresh store, then plans
---plans of the grown queries with quickstart-plan-grown@2 and judges those plans with its judge, all
+Runs quickstart-queries@3 with a smaller target (--target, default 24) into a fresh store, then plans
+--plans of the grown queries with quickstart-plan-grown@3 and judges those plans with its judge, all
 through the one generate loop. Prints the pool figures and, side by side, generation and judging time
-per record. Last line:
+per record; then the screen against the labelled yardstick (bench/synth_quality.py, report half). Last line:
 
-    queries_per_s= accepted_share= dup_share= holdout_hits= distinct2= judge_overhead= threads= load1=
+    queries_per_s= accepted_share= dup_share= holdout_hits= distinct2= judge_overhead= genuine_before=
+    genuine_precision= screen_recall= real_false_drop= threads= load1=
 
 queries_per_s: kept queries per second of synthesis wall time; accepted_share: kept / offered by the
 teacher; dup_share: offered queries dropped as duplicates of a seed, the pool or near ones; holdout_hits:
 pooled queries that leak the holdout set (must be 0); distinct2: unique word bigrams / all bigrams of the
-pool; judge_overhead: judge seconds per record / plan-generation seconds per record; threads: llama.cpp
+pool; judge_overhead: judge seconds per record / plan-generation seconds per record; genuine_before and
+genuine_precision: the genuine share of the yardstick's report half before the screen and of what the screen
+keeps, screen_recall: the share of its non-genuine queries the screen drops, real_false_drop: the share of real
+queries-dev queries the quality checks drop (bench/synth_quality.py); threads: llama.cpp
 threads; load1: the machine's 1-minute load average at the end (on a shared 2-core machine 2 threads ran
 3-20x slower than 1 under a load of 5-7: pass --threads 1 there).
 """
@@ -57,6 +61,7 @@ def main() -> None:
     ap.add_argument("--target", type=int, default=24, help="queries to grow (the library spec says 500)")
     ap.add_argument("--plans", type=int, default=6, help="grown queries to plan and judge")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/data/queries-dev"), help="real queries")
     args = ap.parse_args()
 
     from mashbill.curation.report_synth import DUP_CODES, SCREEN_CODES, distinct_n
@@ -70,8 +75,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="mashbill-bench-synth-") as tmp:
         lib = Path(tmp) / "lib"
-        qs = load_spec(copy_spec("quickstart-queries@2", lib, synthesis={"target": args.target}))
-        plan = load_spec(copy_spec("quickstart-plan-grown@2", lib))
+        qs = load_spec(copy_spec("quickstart-queries@3", lib, synthesis={"target": args.target}))
+        plan = load_spec(copy_spec("quickstart-plan-grown@3", lib))
         with Store.open(Path(tmp) / "store") as store:
             teacher = make_teacher(qs.spec.teacher, threads=args.threads)
             try:
@@ -108,9 +113,14 @@ def main() -> None:
     print(f"{'':22s}{'records':>8s}{'s/record':>10s}")
     print(f"{'plan generation':22s}{p.requested:8d}{per_plan:10.2f}")
     print(f"{'judge (score)':22s}{j.requested:8d}{per_judge:10.2f}   ({j.accepted} scored, {j.failed} unparseable)")
+    from synth_quality import measure  # bench/ is the script's folder
+
+    q = measure("report", args.data)
     print(f"queries_per_s={len(texts) / synth_s:.4f} accepted_share={len(texts) / max(1, offered):.4f} "
           f"dup_share={sum(codes.get(c, 0) for c in DUP_CODES) / max(1, offered):.4f} holdout_hits={hits} "
           f"distinct2={distinct_n(texts, 2):.4f} judge_overhead={per_judge / per_plan if per_plan else 0:.4f} "
+          f"genuine_before={q['genuine_before']} genuine_precision={q['genuine_precision']} "
+          f"screen_recall={q['screen_recall']} real_false_drop={q['real_false_drop']} "
           f"threads={args.threads} load1={os.getloadavg()[0]:.2f}")
 
 

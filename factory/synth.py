@@ -36,8 +36,9 @@ SYN_CELL_FULL = "SYN006"
 class Screen(Protocol):
     """Decides whether a new query may join the pool (`validators.queries.QueryScreen`)."""
 
-    def check(self, text: str, lang: str) -> tuple[str, str] | None:
-        """(code, detail) when the query must be dropped, None when it may be kept."""
+    def check(self, text: str, lang: str, cell_type: str | None = None, trap: bool = False) -> tuple[str, str] | None:
+        """(code, detail) when the query must be dropped, None when it may be kept; `cell_type` is the cell's type
+        (or trap rule) for the checks that ask whether the query fits its cell."""
 
     def add(self, text: str) -> None:
         """Remember a kept query (later ones are checked against it)."""
@@ -176,7 +177,7 @@ class SynthWork(Work):
         kept = []
         for i, item in enumerate(rec.output.get("queries", [])):
             text = " ".join(str(item.get("query", "")).split())
-            found = self.screen.check(text, cell.lang)
+            found = self.screen.check(text, cell.lang, cell.type, cell.trap)
             if found is None and self.kept[cell.name] >= cell.quota:
                 found = (SYN_CELL_FULL, f"cell {cell.name} already holds its quota of {cell.quota}")
             if found is not None:

@@ -354,7 +354,9 @@ class TrapRule(Strict):
     hint: str = Field(min_length=1)
 
 
-class SynthFilters(Strict):
+class SynthFilters(HashStable):
+    _added_fields: ClassVar[tuple[str, ...]] = ("context", "one_request", "user_voice", "cell_fit")
+
     min_chars: int = Field(12, ge=1)
     max_chars: int = Field(400, ge=1)
     min_words: int = Field(1, ge=1)  # words of letters; above 1 also one token without a space ("convert-65mph", "17.5% of 4,360")
@@ -362,6 +364,11 @@ class SynthFilters(Strict):
     echo: bool = True  # drop queries that repeat the prompt's fixed wording or JSON/template residue (SYN007)
     request_shape: bool = False  # keep only questions and instructions (SYN008); statements are answers
     near_duplicate_threshold: float = Field(0.7, gt=0, le=1)  # Jaccard on character 5-grams
+    # the quality checks of validators.query_quality (measured in bench/synth_quality.py)
+    context: bool = False  # SYN009: drop references to text or turns the query does not carry
+    one_request: bool = False  # SYN010: drop several requests in one, or a request with an appended answer
+    user_voice: bool = False  # SYN011: drop the assistant's voice ("anything else I can help with?")
+    cell_fit: bool = False  # SYN012: drop what lacks its cell's evidence (needs `rules:`, whose triggers decide)
 
 
 class Synthesis(Strict):

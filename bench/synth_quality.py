@@ -1,0 +1,112 @@
+"""The synthesis screen against a labelled yardstick and real queries, check by check.
+
+    .venv/bin/python bench/synth_quality.py [--half report|tune|all] [--data /work/shared/data/queries-dev]
+
+The yardstick is tests/validators/fixtures/synth-labelled/queries.jsonl (520 queries the embedded teacher wrote and
+the quickstart-queries@2 screen kept, each labelled genuine or not by eye, with a reason; see the README beside it).
+For each check of the screen (the shape checks of `validators.queries` and the quality checks of
+`validators.query_quality`) and for the whole screen: how many queries it drops, its precision (the share of
+its drops that are not genuine), its recall of the non-genuine ones, the genuine share of what the screen keeps
+(`genuine_precision`), and its drops on real queries of shared/data/queries-dev (the JSON Lines rows of at most 300
+characters, English and German: a false drop there is a real user's request thrown away). Last line:
+
+    half= n= genuine_before= genuine_precision= screen_recall= kept= real_n= real_false_drop=
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "validators" / "fixtures" / "synth-labelled" / "queries.jsonl"
+SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-queries@3.yaml"
+
+
+def real_queries(data: Path) -> list[tuple[str, str]]:
+    """(text, lang) of the JSON Lines rows of queries-dev with a question/prompt/query/text/input field of <= 300
+    characters; German for the German corpora (mt_bench_x_de), English otherwise."""
+    rows = []
+    for p in sorted(data.rglob("*.jsonl")):
+        lang = "de" if "_de" in p.parent.name else "en"
+        for line in p.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(row, dict):
+                continue
+            text = next((v for k, v in row.items() if k in ("question", "prompt", "query", "text", "input")
+                         and isinstance(v, str)), None)
+            if text is None and isinstance(row.get("turns"), list) and row["turns"]:
+                text = row["turns"][0] if isinstance(row["turns"][0], str) else None
+            if text and len(text) <= 300:
+                rows.append((" ".join(text.split()), lang))
+    for p in sorted(data.glob("mgsm/mgsm_*.tsv")):  # MGSM: the same maths questions in English and German
+        lang = p.stem.split("_")[-1]
+        for line in p.read_text(encoding="utf-8").splitlines():
+            text = line.split("\t")[0]
+            if text and len(text) <= 300:
+                rows.append((" ".join(text.split()), lang))
+    return rows
+
+
+def measure(half: str = "report", data: Path | None = None, show: str = "", echo=print) -> dict:
+    """The screen on the yardstick's `half` and on the real queries under `data`; prints the table, returns the
+    figures of the last line."""
+    from mashbill.specs import load_spec
+    from mashbill.validators.queries import quality_codes, query_screen
+
+    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if half == "all" or r["half"] == half]
+    screen = query_screen(load_spec(SPEC))
+    found = []
+    for r in rows:
+        t, lang, kind = r["cell"].split("/")
+        codes = quality_codes(screen, r["query"], lang, t, kind == "trap")
+        found.append(codes)
+        if show and show in codes:
+            echo(f"  {show} {'GENUINE' if r['genuine'] else r['reason']:>14} | {r['query'][:110]}")
+    bad = sum(not r["genuine"] for r in rows)
+    echo(f"{len(rows)} labelled queries ({half} half), {len(rows) - bad} genuine, {bad} not")
+    echo(f"{'check':8} {'drops':>6} {'precision':>10} {'recall':>7}  (alone, on every query)")
+    for code in sorted({c for f in found for c in f}):
+        drops = [r for r, f in zip(rows, found) if code in f]
+        wrong = sum(r["genuine"] for r in drops)
+        echo(f"{code:8} {len(drops):>6} {1 - wrong / len(drops):>10.2f} {(len(drops) - wrong) / bad:>7.2f}")
+    dropped = [r for r, f in zip(rows, found) if f]
+    kept = [r for r, f in zip(rows, found) if not f]
+    wrong = sum(r["genuine"] for r in dropped)
+    precision = sum(r["genuine"] for r in kept) / len(kept) if kept else 0.0
+    recall = (len(dropped) - wrong) / bad if bad else 0.0
+    echo(f"whole screen: drops {len(dropped)} ({wrong} genuine), keeps {len(kept)}, genuine share of the kept "
+         f"{precision:.2f} (before {1 - bad / len(rows):.2f}), recall of the non-genuine {recall:.2f}")
+
+    real = real_queries(data) if data is not None and data.is_dir() else []
+    real_drops: dict[str, list[str]] = {}
+    for text, lang in real:
+        for code in quality_codes(screen, text, lang, None, False, shape=False):
+            real_drops.setdefault(code, []).append(text)
+    flagged = {t for v in real_drops.values() for t in v}
+    echo(f"real queries-dev queries: {len(real)}; dropped by a quality check: {len(flagged)} "
+         f"({len(flagged) / max(len(real), 1):.2%})")
+    for code, texts in sorted(real_drops.items()):
+        echo(f"  {code} {len(texts):>5}  e.g. {texts[0][:100]!r}")
+    return {"half": half, "n": len(rows), "genuine_before": round(1 - bad / len(rows), 3),
+            "genuine_precision": round(precision, 3), "screen_recall": round(recall, 3), "kept": len(kept),
+            "real_n": len(real), "real_false_drop": round(len(flagged) / max(len(real), 1), 4)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--half", default="report", choices=["report", "tune", "all"])
+    ap.add_argument("--data", type=Path, default=Path("/work/shared/data/queries-dev"))
+    ap.add_argument("--show", default="", help="print the fixture rows a check code drops (e.g. SYN009)")
+    args = ap.parse_args()
+    figures = measure(args.half, args.data, args.show)
+    print(" ".join(f"{k}={v}" for k, v in figures.items()))
+
+
+if __name__ == "__main__":
+    main()
