@@ -116,6 +116,14 @@ def research_query(ctx: RuleContext) -> list[str]:
             if not _nonempty_str(t.get("search_query"))]
 
 
+@rule("search-query-text")
+def search_query_text(ctx: RuleContext) -> list[str]:
+    trig = triggers_for(ctx.rs)
+    return [f"{_label(t)}: search_query {q!r} is a run-together identifier, not a query a user would type"
+            for t in ctx.plan.with_category(ctx.cats.research)
+            if _nonempty_str(q := t.get("search_query")) and trig.run_together(q, ctx.query)]
+
+
 @rule("dynamic-domain")
 def dynamic_domain(ctx: RuleContext) -> list[str]:
     return [f"{_label(t)}: dynamic task without domain" for t in ctx.plan.with_category(ctx.cats.dynamic)
@@ -311,6 +319,16 @@ def niche_dynamic(ctx: RuleContext) -> list[str]:
     if not ctx.triggers.niche or ctx.plan.with_category(ctx.cats.dynamic):
         return []
     return [f"niche field ('{ctx.triggers.niche}') without a dynamic task"]
+
+
+@rule("creative-fit")
+def creative_fit(ctx: RuleContext) -> list[str]:
+    term, cat = ctx.triggers.creative, ctx.cats.creative
+    # without the taxonomy shown for the record the rule cannot know the name to expect (the checker reports the skip)
+    if not term or ctx.shown.names is None or not ctx.shown.shows(cat) or ctx.plan.with_category(cat):
+        return []
+    names = [n for n, c in ctx.shown.renamed.items() if c == cat and n in ctx.shown.names]
+    return [f"a creative-writing request ('{term}') has no {names[0] if names else cat} task"]
 
 
 # ---------------------------------------------------------------- argument fidelity (validators/fidelity.py)

@@ -1,4 +1,4 @@
-"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@2.yaml``).
+"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@3.yaml``).
 
 The file is data: codes, severities, bounds, trigger patterns. It is loaded with ``yaml.safe_load`` into the
 pydantic models below (unknown keys are rejected) and every pattern is compiled up front, so a bad regex is a
@@ -22,7 +22,7 @@ from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@2.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@3.yaml"
 CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
 
 
@@ -37,6 +37,7 @@ class CategoryNames(Strict):
     dynamic: str = "dynamic"
     legal_advisor: str = "legal_advisor"
     code: list[str] = ["code_reviewer", "agentic_coder"]
+    creative: str = "creative_writer"
 
 
 class RuleEntry(Strict):
@@ -86,6 +87,18 @@ class LegalSpec(Strict):
 class ResearchBeforeCode(Strict):
     domain: list[str] = Field(min_length=1)
     needs: list[str] = []
+
+
+class CreativeRequest(Strict):
+    """An unmistakable creative-writing request (write a poem, a story, song lyrics...): creative-fit (FIT001)
+    wants a creative task for it. Evaluated like an intent's triggers, on the masked query."""
+    triggers: list[Trigger] = Field(min_length=1)
+
+
+class SearchQuery(Strict):
+    """What a research task's search_query must not look like (search-query-text, PLAN009). The patterns are
+    matched case-sensitively against the whole stripped query: camelCase is only visible in the case."""
+    identifier: list[str] = Field(min_length=1)
 
 
 class DedupConfig(Strict):
@@ -158,6 +171,8 @@ class RuleSet(Strict):
     units: Units = Units()
     legal: LegalSpec | None = None
     research_before_code: ResearchBeforeCode | None = None
+    creative_request: CreativeRequest | None = None
+    search_query: SearchQuery | None = None
     fidelity: Fidelity = Fidelity()
     drift: Drift = Drift()
     checks: Checks = Checks()
@@ -185,6 +200,12 @@ class RuleSet(Strict):
                     if other not in self.intents or other == name:
                         raise ValueError(f"intent '{name}' yields to unknown intent '{other}'")
         trigger_levels(self)  # refuses a yields_to cycle
+        for t in (self.creative_request.triggers if self.creative_request else []):
+            for c in t.all + t.none:
+                if c not in known:
+                    raise ValueError(f"creative_request refers to unknown context '{c}'")
+            if t.yields_to:
+                raise ValueError("creative_request triggers cannot yield to intents")
         if self.research_before_code:
             for c in self.research_before_code.needs:
                 if c not in known:
@@ -219,9 +240,9 @@ def trigger_levels(rs: "RuleSet") -> dict[str, list[int]]:
     return {name: [trigger_level(t, (name,)) for t in intent.triggers] for name, intent in rs.intents.items()}
 
 
-def _compile(pattern: str, where: str, path: Path, lines, loc: tuple) -> re.Pattern:
+def _compile(pattern: str, where: str, path: Path, lines, loc: tuple, flags=re.IGNORECASE) -> re.Pattern:
     try:
-        return re.compile(pattern, re.IGNORECASE)
+        return re.compile(pattern, flags)
     except re.error as exc:
         raise SpecError(str(path), f"invalid regular expression ({exc.msg} at position {exc.pos}) in {where}",
                         line=line_for(lines, loc), field=".".join(map(str, loc))) from None
@@ -248,6 +269,11 @@ def _check_patterns(rs: RuleSet, path: Path, lines) -> None:
     if rs.research_before_code:
         for j, p in enumerate(rs.research_before_code.domain):
             _compile(p, "research_before_code domain", path, lines, ("research_before_code", "domain", j))
+    for ti, t in enumerate(rs.creative_request.triggers if rs.creative_request else []):
+        for j, p in enumerate(t.any):
+            _compile(p, "creative_request", path, lines, ("creative_request", "triggers", ti, "any", j))
+    for j, p in enumerate(rs.search_query.identifier if rs.search_query else []):
+        _compile(p, "search_query identifier", path, lines, ("search_query", "identifier", j), flags=0)
 
 
 def law_alternation(rs: RuleSet) -> str:

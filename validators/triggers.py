@@ -120,6 +120,7 @@ class QueryTriggers:
     citations: tuple[Citation, ...] = ()
     impl: str | None = None  # the implementation-domain term when RESEARCH-BEFORE-CODE applies
     niche: str | None = None
+    creative: str | None = None  # the words of an unmistakable creative-writing request (creative-fit)
 
     @property
     def precision(self) -> bool:
@@ -154,6 +155,18 @@ class Triggers:
         rbc = rs.research_before_code
         self.impl = _alt(rbc.domain) if rbc else None
         self.impl_needs = tuple(rbc.needs) if rbc else ()
+        cr = rs.creative_request
+        self.creative = [(_alt(t.any), tuple(t.all), tuple(t.none),
+                          re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
+                         for t in (cr.triggers if cr else [])]
+        # case-sensitive: camelCase is only visible in the case
+        self.identifier = [re.compile(p) for p in (rs.search_query.identifier if rs.search_query else [])]
+
+    def run_together(self, text: str, query: str) -> bool:
+        """Is a search query one run-together identifier (capital_of_canada, capitalOfCanada) that the user's query
+        does not itself contain (a question about `array_split` may search for it)?"""
+        t = text.strip()
+        return (any(rx.fullmatch(t) for rx in self.identifier)) and t.lower() not in query.lower()
 
     def units(self):
         """The unit matcher (pint is loaded on its first use, not here)."""
@@ -239,8 +252,15 @@ class Triggers:
             m = self.contexts["niche_domain"].search(masked)
             niche = m.group(0) if m else None
             memo["niche_domain"] = m is not None
+        creative = None
+        for rx, need, forbid, req in self.creative:
+            if (req is None or req.search(masked)) and all(has(c) for c in need):
+                m = rx.search(masked)
+                if m and not any(has(c) for c in forbid):
+                    creative = m.group(0).strip()
+                    break
         return QueryTriggers(query, masked, frozenset(k for k, v in memo.items() if v), intents, evidence,
-                             tuple(cites), impl, niche)
+                             tuple(cites), impl, niche, creative)
 
 
 _CACHE: dict[int, tuple[RuleSet, Triggers]] = {}
