@@ -20,7 +20,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("llama_cpp")
 # three trainings (DPO on ~2,000-token pairs), two exports and the quick start itself: past the default 900 s on
 # a busy machine
-pytestmark = pytest.mark.timeout(3600)
+pytestmark = pytest.mark.timeout(5400)
 
 
 def _ok(proc, what: str):
