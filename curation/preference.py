@@ -1,9 +1,9 @@
 """Preference (DPO) pairs for plans, from three sources; every pair records its source and is checked.
 
 1. `rule`: `chosen` is a validated plan that passes every rule; `rejected` is a minimal edit of it that
-   breaks exactly one named rule (a precision tool replaced by an LLM category, `legal_get_paragraph`
-   dropped, the research task dropped or moved after the code task, tool arguments broken, `domain`
-   dropped).
+   breaks exactly one named rule (`curation.preference_edits`: a precision tool replaced by an LLM category,
+   `legal_get_paragraph` dropped, the research task dropped or moved after the code task, tool arguments
+   broken, `domain` or `search_query` dropped, a category the record was not shown).
 2. `teacher`: two or more samples per query (different seeds) from the preference spec's teacher; a sample
    that passes every rule is `chosen`, one that fails a rule (so scores lower) is `rejected`.
 3. `human`: a reviewer's valid correction is `chosen`, the teacher's original output `rejected`.
@@ -22,13 +22,14 @@ check goes to the snapshot's rejects with a PREF code.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from mashbill.curation.preference_edits import (DEFAULT_EDITS, EDIT_RULES, PREFERENCE_EDITS,  # noqa: F401 (re-exported)
+                                                apply_edit, edits_of)
 from mashbill.curation.rules import failing_codes, score
 from mashbill.validators.checker import RecordChecker
 from mashbill.curation.select import Excluded, Selection
@@ -49,24 +50,12 @@ PREF_JUDGE_MARGIN = "PREF007"  # the judge's margin is below min_judge_margin
 PREF_JUDGE_ERROR = "PREF008"  # the judge preferred a sample that fails a hard rule over one that passes
 PREF_CHOSEN_UNUSABLE = "PREF009"  # the judge preferred a sample the usability rules leave out
 
-PREFERENCE_EDITS = ("precision-to-llm", "drop-legal-paragraph", "drop-research", "research-after-code",
-                    "break-tool-args", "drop-domain")
 DEFAULT_REVIEW_REQUEST = (
     "Check the plan above against the routing rules: an exact computation goes to precision_tools with a "
     "matching tool (PRECISION-FIRST); a cited paragraph of German law is fetched with legal_get_paragraph "
     "before legal_advisor (LEGAL \u00a7-PATTERN); implementing a known game, algorithm, protocol or parser "
     "starts with a research task before the code task (RESEARCH-BEFORE-CODE). Return the corrected plan, "
     "or the same plan if it is already right.")
-
-# edit -> (the rule id it breaks, rule ids that may break with it because they test the same thing)
-EDIT_RULES = {
-    "precision-to-llm": ("precision-first", {"precision-tool-match"}),
-    "drop-legal-paragraph": ("legal-paragraph", {"legal-order", "legal-args"}),
-    "drop-research": ("research-before-code", set()),
-    "research-after-code": ("research-order", set()),
-    "break-tool-args": ("tool-args", set()),
-    "drop-domain": ("dynamic-domain", set()),
-}
 
 
 @dataclass(frozen=True)
@@ -95,18 +84,6 @@ def pair_id(prompt, chosen_text: str, rejected_text: str) -> str:
     return hashlib.sha256(canonical_json([list(prompt), chosen_text, rejected_text]).encode()).hexdigest()
 
 
-def edits_of(rs: ResolvedSpec) -> list[str]:
-    """The spec's edits (default: all), each a name this module knows."""
-    edits = rs.spec.curation.preference.edits
-    if edits is None:
-        return list(PREFERENCE_EDITS)
-    unknown = sorted(set(edits) - set(PREFERENCE_EDITS))
-    if unknown:
-        raise MashbillError(f"{rs.path}: curation.preference.edits: unknown edit(s) {unknown}; known: "
-                            f"{', '.join(PREFERENCE_EDITS)}")
-    return list(edits)
-
-
 def review_request_of(rs: ResolvedSpec) -> str:
     return rs.spec.curation.preference.review_request or DEFAULT_REVIEW_REQUEST
 
@@ -124,91 +101,6 @@ def source_spec_of(rs: ResolvedSpec) -> ResolvedSpec:
         raise MashbillError(f"{rs.path}: curation.preference.source_spec must be a plan spec, {src.ref} is "
                             f"{src.spec.kind}")
     return src
-
-
-# ---------------------------------------------------------------- rule-derived edits
-
-
-def _structural(rs: ResolvedSpec) -> set[str]:
-    return set(rs.taxonomy.structural) if rs.taxonomy else {"research", "precision_tools", "dynamic"}
-
-
-def _llm_category(rs: ResolvedSpec, meta: dict) -> str:
-    shown = meta.get("taxonomy_shown")
-    renamed = meta.get("taxonomy_renamed") or {}
-    if shown is None:
-        return "technical_support"
-    for want in ("technical_support", "general"):
-        for name in shown:
-            if renamed.get(name, name) == want:
-                return name
-    llm = [n for n in shown if n not in _structural(rs)]
-    return llm[0] if llm else "general"
-
-
-def apply_edit(edit: str, plan: list, rs: ResolvedSpec, meta: dict) -> list | None:
-    """The plan with one minimal edit, or None when the edit does not apply to this plan."""
-    if not isinstance(plan, list):
-        return None
-    plan = copy.deepcopy(plan)
-    renamed = meta.get("taxonomy_renamed") or {}
-    cats = [renamed.get(t.get("category"), t.get("category")) if isinstance(t, dict) else None for t in plan]
-    code_cats = {"code_reviewer", "agentic_coder"}
-    if edit == "precision-to-llm":
-        idx = [i for i, c in enumerate(cats) if c == "precision_tools" and plan[i].get("mcp_tool") != "legal_get_paragraph"]
-        if not idx:
-            return None
-        for i in idx:
-            plan[i]["category"] = _llm_category(rs, meta)
-            plan[i].pop("mcp_tool", None)
-            plan[i].pop("mcp_args", None)
-        return plan
-    if edit == "drop-legal-paragraph":
-        kept = [t for t in plan if not (isinstance(t, dict) and t.get("mcp_tool") == "legal_get_paragraph")]
-        return _drop_refs(kept, plan) if kept and len(kept) < len(plan) else None
-    if edit == "drop-research":
-        kept = [t for t, c in zip(plan, cats) if c != "research"]
-        return _drop_refs(kept, plan) if kept and len(kept) < len(plan) else None
-    if edit == "research-after-code":
-        r_idx = [i for i, c in enumerate(cats) if c == "research"]
-        c_idx = [i for i, c in enumerate(cats) if c in code_cats]
-        if not r_idx or not c_idx or r_idx[0] > c_idx[-1]:
-            return None
-        task = plan.pop(r_idx[0])
-        last_code = max(i for i, t in enumerate(plan) if isinstance(t, dict) and
-                        renamed.get(t.get("category"), t.get("category")) in code_cats)
-        plan.insert(last_code + 1, task)
-        for t in plan:  # an explicit dependency on the research task would still order it first
-            if isinstance(t, dict) and task.get("id") and t.get("depends_on") == task.get("id"):
-                t.pop("depends_on")
-        return plan
-    if edit == "break-tool-args":
-        catalog = rs.catalog.tools if rs.catalog else {}
-        for i, c in enumerate(cats):
-            # the legal lookup's arguments belong to its own rules (legal-args); drop-legal-paragraph covers it
-            if c == "precision_tools" and isinstance(plan[i].get("mcp_args"), dict) and plan[i].get("mcp_tool") in \
-                    catalog and plan[i]["mcp_tool"] != "legal_get_paragraph":
-                required = catalog[plan[i]["mcp_tool"]].args.get("required") or []
-                present = [a for a in required if a in plan[i]["mcp_args"]]
-                if present:
-                    del plan[i]["mcp_args"][present[0]]
-                    return plan
-        return None
-    if edit == "drop-domain":
-        for i, c in enumerate(cats):
-            if c == "dynamic" and "domain" in plan[i]:
-                del plan[i]["domain"]
-                return plan
-        return None
-    raise MashbillError(f"unknown preference edit {edit!r}")
-
-
-def _drop_refs(kept: list, original: list) -> list:
-    ids = {t.get("id") for t in kept if isinstance(t, dict)}
-    for t in kept:
-        if isinstance(t, dict) and t.get("depends_on") and t["depends_on"] not in ids:
-            t.pop("depends_on")
-    return kept
 
 
 # ---------------------------------------------------------------- building the pairs

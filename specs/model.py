@@ -325,7 +325,8 @@ class PreferenceSources(Strict):
 
     source_spec: str | None = None  # the spec whose records give chosen plans (path relative to this spec)
     sources: list[Literal["rule", "teacher", "human", "judge"]] = ["rule", "teacher", "human"]
-    # Rule-derived minimal edits to apply (None: all that curation knows; names are checked there).
+    # Rule-derived minimal edits to apply (None: the first six, curation.preference_edits.DEFAULT_EDITS; names
+    # are checked there).
     edits: list[str] | None = None
     samples_per_query: int = Field(2, ge=2)  # teacher samples per query (seeds teacher.sampling.seed + k)
     correction_samples: bool = False  # also emit multi-turn (wrong plan, review request, corrected plan) samples

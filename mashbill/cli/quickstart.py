@@ -47,7 +47,7 @@ def command(store_path, threads, no_progress, as_json):
     from mashbill.curation.pipeline import freeze_and_report
 
     # DPO pairs from the plans just made: rule-derived minimal edits, no further teacher calls
-    preference = LIBRARY / "preference" / "quickstart-preference@1.yaml"
+    preference = find_spec("quickstart-preference", LIBRARY)  # latest version, as for the two datasets
     frozen = freeze_and_report(store_path, [str(p) for p in specs] + [str(preference)])
     for line in frozen.summary:
         say(line)

@@ -1,7 +1,7 @@
 """From the quick start to a release: the README's block "From the quick start to a release", command by command,
 as a user runs it (the real CLI in a subprocess, in the folder the quick start ran in, on its store).
 
-snapshot -> train classify / sft (/ dpo when the quick start froze a preference snapshot) -> export onnx (INT8,
+snapshot -> train classify / sft / dpo (on the quick start's preference snapshot) -> export onnx (INT8,
 parity) -> export gguf (F16, Q8_0, Q4_K_M, verification) -> release check -> tag -> verify -> tamper -> verify fails.
 """
 
@@ -18,6 +18,9 @@ from tests.conftest import run_cli
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("llama_cpp")
+# three trainings (DPO on ~2,000-token pairs), two exports and the quick start itself: past the default 900 s on
+# a busy machine
+pytestmark = pytest.mark.timeout(5400)
 
 
 def _ok(proc, what: str):
@@ -45,6 +48,29 @@ def _guards(folder: Path) -> Path:
     return path
 
 
+def _preference_pairs(snapshots: Path, name: str) -> str:
+    """Check the quick start's DPO pairs against its plan snapshot; returns the preference snapshot's id.
+
+    The prompt is the runtime prompt the plan record was made for (system: the training prompt with this record's
+    taxonomy; user: the query alone), `chosen` is that record's accepted plan, `rejected` a different JSON plan."""
+    from mashbill.curation.pull import load_snapshot
+
+    plans = load_snapshot(snapshots / "quickstart-plan@1", "messages")
+    runtime = {r["messages"][1]["content"]: r["messages"] for s in plans for r in plans[s]}
+    pref = load_snapshot(snapshots / name, "preference")
+    rows = [r for s in pref for r in pref[s]]
+    assert len(rows) >= 2 and pref["train"].num_rows >= 2, "too few pairs to train DPO for two steps"
+    for r in rows:
+        system, user = r["prompt"]
+        messages = runtime[user["content"]]
+        assert [system, user] == messages[:2] and system["role"] == "system" and user["role"] == "user"
+        chosen, rejected = r["chosen"][0]["content"], r["rejected"][0]["content"]
+        assert json.loads(chosen) == json.loads(messages[2]["content"])
+        assert isinstance(json.loads(rejected), list) and json.loads(rejected) != json.loads(chosen)
+    manifest = json.loads((snapshots / name / "manifest.json").read_text(encoding="utf-8"))
+    return manifest["snapshot_id"]
+
+
 def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
     cwd, _ = quickstart
     snaps = {p.name for p in (cwd / "mashbill-data" / "snapshots").iterdir()}
@@ -60,13 +86,16 @@ def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
         assert lineage["method"] == method and lineage["stage"].startswith("steps:")
     sft_metrics = json.loads((cwd / "mashbill-runs" / "quickstart-sft" / "metrics.json").read_text(encoding="utf-8"))
     assert sft_metrics["global_step"] == 3
-    dpo = run_cli("train", "dpo", "quickstart-dpo", "--stage", "steps:2", cwd=cwd, timeout=2400)
-    if any(s.startswith("quickstart-preference@") for s in snaps):
-        _ok(dpo, "train dpo")
-        assert (cwd / "mashbill-runs" / "quickstart-dpo" / "adapter" / "adapter_config.json").is_file()
-    else:  # the quick start said why it froze none; the DPO command refuses in one line, before any model load
-        assert dpo.returncode == 2 and "no snapshot quickstart-preference" in dpo.stderr
-        assert len(dpo.stderr.strip().splitlines()) == 1 and not (cwd / "mashbill-runs" / "quickstart-dpo").exists()
+    # DPO on the quick start's preference snapshot: its pairs are the runtime prompt and two JSON plans
+    [pref] = [s for s in snaps if s.startswith("quickstart-preference@")]
+    pairs = _preference_pairs(cwd / "mashbill-data" / "snapshots", pref)
+    _ok(run_cli("train", "dpo", "quickstart-dpo", "--stage", "steps:2", cwd=cwd, timeout=2400), "train dpo")
+    dpo_run = cwd / "mashbill-runs" / "quickstart-dpo"
+    assert (dpo_run / "adapter" / "adapter_config.json").is_file()
+    lineage = json.loads((dpo_run / "lineage.json").read_text(encoding="utf-8"))
+    assert lineage["method"] == "dpo" and lineage["stage"] == "steps:2"
+    assert lineage["snapshot"]["id"] == pairs  # the run names the snapshot it trained on
+    assert json.loads((dpo_run / "metrics.json").read_text(encoding="utf-8"))["global_step"] == 2
 
     # export
     _ok(run_cli("export", "onnx", "./mashbill-runs/quickstart-classify", "--store", "./mashbill-data", cwd=cwd,

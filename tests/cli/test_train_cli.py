@@ -25,3 +25,13 @@ def test_check_without_the_snapshot_is_one_line(cli_store, tmp_path):
     bad.write_text("name: x\nmethod: sft\nsnapshot: cli\nbogus: 1\n", encoding="utf-8")
     res = invoke("train", "sft", bad, "--store", store)
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and str(bad) in res.stderr, res.output
+
+
+def test_dpo_without_a_preference_snapshot_refuses_in_one_line(cli_store, tmp_path, monkeypatch):
+    """What `train dpo quickstart-dpo` says in a store where the quick start froze no preference snapshot (its
+    plan step accepted nothing): exit 2, one line naming the snapshot, before any model load, no run folder."""
+    store = cli_store.copy(tmp_path / "store")
+    monkeypatch.chdir(tmp_path)
+    res = invoke("train", "dpo", "quickstart-dpo", "--stage", "steps:2", "--store", store)
+    assert res.exit_code == 2 and len(error_lines(res)) == 1, res.output
+    assert "no snapshot quickstart-preference" in res.stderr and not (tmp_path / "mashbill-runs").exists()
