@@ -1,0 +1,62 @@
+"""Score fixed answers by a llama.cpp model's log-probability instead of sampling one.
+
+A 135M teacher samples `complex` for almost any request, yet the probability it gives each class's answer can still
+rank them (a class label is a closed set: nothing to generate). The prompt is evaluated once, its KV cache reused for
+every answer; each answer's score is the sum of its tokens' log-probabilities after the chat template's assistant
+opener. Used by bench/complexity_labels.py to measure whether scoring beats sampling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _prompt_text(llm, messages: list[dict]) -> str:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata["tokenizer.chat_template"]
+    vocab = llm._model  # the token texts the template may need
+    eos = vocab.token_get_text(vocab.token_eos())
+    bos = vocab.token_get_text(vocab.token_bos())
+    return Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos, add_generation_prompt=True)(
+        messages=messages).prompt
+
+
+def _last_logprobs(llm) -> np.ndarray:
+    logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float64)
+    m = logits.max()
+    return logits - (m + np.log(np.exp(logits - m).sum()))
+
+
+def _eval_from(llm, tokens: list[int], keep: int) -> None:
+    """Evaluate `tokens` from position `keep` on (what is before it is already in the KV cache)."""
+    llm.n_tokens = keep
+    llm.eval(tokens[keep:])
+
+
+def label_scores(llm, messages: list[dict], answers: dict[str, str]) -> dict[str, float]:
+    """{name: sum of log p(answer tokens | chat prompt)} for each answer text."""
+    prompt = _prompt_text(llm, messages)
+    ptoks = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+    cached = llm.input_ids[: llm.n_tokens]
+    keep = 0
+    for a, b in zip(cached, ptoks[:-1]):  # the last prompt token is always evaluated: its logits are needed
+        if a != b:
+            break
+        keep += 1
+    _eval_from(llm, ptoks, keep)
+    first = _last_logprobs(llm)
+    out = {}
+    for name, text in answers.items():
+        full = llm.tokenize((prompt + text).encode("utf-8"), add_bos=True, special=True)
+        if full[: len(ptoks)] != ptoks:
+            raise ValueError(f"the answer {text!r} merges with the prompt's last token")
+        atoks = full[len(ptoks):]
+        total = float(first[atoks[0]])
+        llm.n_tokens = len(ptoks)
+        for i, tok in enumerate(atoks[:-1]):
+            llm.eval([tok])
+            total += float(_last_logprobs(llm)[atoks[i + 1]])
+        out[name] = total
+    llm.n_tokens = len(ptoks)
+    return out
