@@ -36,15 +36,16 @@ def load_rows(split: str) -> list[dict]:
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
-def accepted_precision(rs, rows: list[dict], labels: list[str | None]) -> tuple[int, int]:
-    """(accepted, accepted and right) under rule set `rs`."""
+def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_reject: bool = False
+                       ) -> tuple[int, int]:
+    """(accepted, accepted and right) under rule set `rs` (`flags_reject`: a flag, CPLX006, rejects too)."""
     from mashbill.validators.complexity import check_complexity
 
     acc = right = 0
     for r, label in zip(rows, labels):
         if label is None:
             continue
-        if any(v.severity == "reject" for v in check_complexity(rs, r["query"], {"complexity": label})):
+        if any(v.severity == "reject" or flags_reject for v in check_complexity(rs, r["query"], {"complexity": label})):
             continue
         acc += 1
         right += label == r["label"]
@@ -71,21 +72,22 @@ def sampled_labels(rs_spec, teacher, rows: list[dict]) -> list[str | None]:
 
 
 def scored_labels(rs_spec, teacher, rows: list[dict], calibrated: bool) -> list[str]:
-    from mashbill.factory.teachers.label_scores import label_scores
+    """What a spec with `teacher.label_scoring` stores, computed with the teacher's own functions."""
+    from mashbill.factory.teachers.label_scores import calibrated_scores, content_free, enum_answers
     from mashbill.specs.prompting import render_prompt
 
-    answers = {c: json.dumps({"complexity": c}, separators=(",", ":")) for c in CLASSES}
-
-    def scores(query: str, rid: str) -> dict[str, float]:
-        p = render_prompt(rs_spec, {"query": query, "lang": "", "type": ""}, rid)
-        return label_scores(teacher.llm, list(p.teacher_messages), answers)
-
+    answers = enum_answers(rs_spec.output_schema, "complexity")
+    priors: dict[str, dict] = {}
     out = []
     for i, r in enumerate(rows):
-        s = scores(r["query"], f"y{i}")
-        if calibrated:  # the same framing as the record, so the prior is that framing's
-            prior = scores("N/A", f"y{i}")
-            s = {c: s[c] - prior[c] for c in s}
+        msgs = list(render_prompt(rs_spec, {"query": r["query"], "lang": r["lang"], "type": ""}, f"y{i}")
+                    .teacher_messages)
+        prior = None
+        if calibrated:
+            free = content_free(msgs, "N/A")
+            key = json.dumps(free, sort_keys=True)
+            prior = priors.get(key) or priors.setdefault(key, calibrated_scores(teacher.llm, free, answers, None))
+        s = calibrated_scores(teacher.llm, msgs, answers, prior)
         out.append(max(s, key=s.get))
     return out
 
@@ -109,6 +111,7 @@ def main() -> None:
     ap.add_argument("--mode", nargs="+", default=["sample", "score", "calibrated"],
                     choices=("sample", "score", "calibrated"))
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
     ap.add_argument("--show", type=int, default=0, help="print up to N wrong accepted labels per mode (tune split!)")
     args = ap.parse_args()
 
@@ -120,7 +123,7 @@ def main() -> None:
     rows = load_rows(args.split)[: args.limit]
     rulesets = [(p.stem, load_complexity_rules(p)) for p in args.rules]
     rs_spec = load_spec(args.spec)
-    teacher = make_teacher(rs_spec.spec.teacher, threads=2)
+    teacher = make_teacher(rs_spec.spec.teacher, threads=args.threads)
     last: list[str] = []
     heur = [heuristic(rulesets[-1][1], analyze(rulesets[-1][1], r["query"]))[0] for r in rows]
     h_acc = sum(h == r["label"] for h, r in zip(heur, rows)) / len(rows)
@@ -142,6 +145,10 @@ def main() -> None:
                       f"(precision {prec:.3f})")
                 tag = name.replace("moe-complexity@", "r")
                 last.append(f"{mode}_{tag}_accepted={a / len(rows):.3f} {mode}_{tag}_precision={prec:.3f}")
+                if name == rulesets[-1][0]:  # what promoting the heuristic flag (CPLX006) to a reject would do
+                    a, right = accepted_precision(rs, rows, labels, flags_reject=True)
+                    print(f"  rules={name} with CPLX006 as a reject: accepted {a}/{len(rows)}, right {right} "
+                          f"(precision {right / a if a else 0:.3f})")
                 if args.show and name == rulesets[-1][0]:
                     from mashbill.validators.complexity import check_complexity
                     shown = 0

@@ -3,7 +3,10 @@
 A 135M teacher samples `complex` for almost any request, yet the probability it gives each class's answer can still
 rank them (a class label is a closed set: nothing to generate). The prompt is evaluated once, its KV cache reused for
 every answer; each answer's score is the sum of its tokens' log-probabilities after the chat template's assistant
-opener. Used by bench/complexity_labels.py to measure whether scoring beats sampling.
+opener. `calibrated_scores` subtracts the scores the same system prompt gives a content-free request ("N/A":
+contextual calibration, Zhao et al. 2021), which cancels the model's prior for a class whatever the request.
+A teacher spec's `label_scoring` turns this on for a llama.cpp teacher (`LlamaCppTeacher`), inside the one generate
+loop: the scored answer is the record's text, like a sampled one.
 """
 
 from __future__ import annotations
@@ -60,3 +63,29 @@ def label_scores(llm, messages: list[dict], answers: dict[str, str]) -> dict[str
         out[name] = total
     llm.n_tokens = len(ptoks)
     return out
+
+
+def content_free(messages: list[dict], text: str) -> list[dict]:
+    """The same messages with the last user turn replaced by a content-free request."""
+    out = [dict(m) for m in messages]
+    for m in reversed(out):
+        if m.get("role") == "user":
+            m["content"] = text
+            break
+    return out
+
+
+def calibrated_scores(llm, messages: list[dict], answers: dict[str, str], prior: dict[str, float] | None
+                      ) -> dict[str, float]:
+    s = label_scores(llm, messages, answers)
+    return s if prior is None else {k: v - prior[k] for k, v in s.items()}
+
+
+def enum_answers(schema: dict, field: str) -> dict[str, str]:
+    """{value: compact JSON answer} for an output schema's enum field, e.g. {"complexity": "trivial"}."""
+    import json
+
+    values = schema.get("properties", {}).get(field, {}).get("enum")
+    if not values:
+        raise ValueError(f"label scoring needs an enum field '{field}' in the output schema")
+    return {v: json.dumps({field: v}, ensure_ascii=False, separators=(",", ":")) for v in values}
