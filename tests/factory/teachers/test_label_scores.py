@@ -1,0 +1,80 @@
+"""Label scoring (factory/teachers/label_scores.py, `teacher.label_scoring`) on the real embedded SmolLM2: the scores
+are the model's own log-probabilities (checked against llama.cpp computing every position at once), and a scoring
+teacher returns one of the schema's classes through the ordinary teacher interface."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mashbill.factory.teachers.base import TeacherRequest
+from mashbill.specs.model import TeacherSpec
+
+SCHEMA = {"type": "object", "properties": {"complexity": {"type": "string",
+                                                          "enum": ["trivial", "moderate", "complex", "memory_recall"]}},
+          "required": ["complexity"], "additionalProperties": False}
+MESSAGES = [{"role": "system", "content": "Label the request's complexity: trivial, moderate, complex or "
+                                          "memory_recall. Answer with JSON."},
+            {"role": "user", "content": "Request: What is the capital of Canada?"}]
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    from mashbill.factory.teachers.llama_cpp import LlamaCppTeacher
+
+    spec = TeacherSpec(n_ctx=1024, label_scoring={"field": "complexity", "calibrate": True})
+    t = LlamaCppTeacher(spec, threads=1)
+    yield t
+    t.close()
+
+
+def test_scores_are_the_models_log_probabilities(teacher):
+    """The KV-cache reusing scorer gives what a fresh model computing all positions' logits gives (a token off by
+    one, or a stale cache, moves a score by nats, not hundredths)."""
+    import llama_cpp
+
+    from mashbill.factory.teachers.label_scores import _prompt_text, enum_answers, label_scores
+
+    answers = enum_answers(SCHEMA, "complexity")
+    got = label_scores(teacher.llm, MESSAGES, answers)
+    got_again = label_scores(teacher.llm, MESSAGES, answers)  # now from a warm cache
+    ref = llama_cpp.Llama(model_path=str(teacher.path), n_ctx=1024, n_threads=1, logits_all=True, verbose=False)
+    try:
+        prompt = _prompt_text(teacher.llm, MESSAGES)
+        ptoks = ref.tokenize(prompt.encode(), add_bos=True, special=True)
+        for name, text in answers.items():
+            toks = ref.tokenize((prompt + text).encode(), add_bos=True, special=True)
+            ref.reset()
+            ref.eval(toks)
+            logits = np.asarray(ref.scores[: len(toks)], dtype=np.float64)
+            total = 0.0
+            for pos in range(len(ptoks), len(toks)):
+                row = logits[pos - 1]
+                total += row[toks[pos]] - (row.max() + np.log(np.exp(row - row.max()).sum()))
+            # single-token and batched quantized matmuls round differently: a few hundredths of a nat per token
+            assert got[name] == pytest.approx(total, abs=0.06 * (len(toks) - len(ptoks))), name
+            assert got_again[name] == pytest.approx(got[name], abs=1e-3)
+    finally:
+        ref.close()
+    assert len(set(round(v, 3) for v in got.values())) == 4  # four different answers, four different scores
+
+
+def test_a_scoring_teacher_answers_with_one_class_through_the_teacher_interface(teacher):
+    reqs = [TeacherRequest(f"r{i}", tuple(m if m["role"] == "system" else {"role": "user", "content": q}
+                                          for m in MESSAGES), SCHEMA, {})
+            for i, q in enumerate(["Request: Hi there!", "Request: Implement a chess engine in Rust."])]
+    results = list(teacher.generate(reqs))
+    assert [r.request.record_id for r in results] == ["r0", "r1"]
+    for r in results:
+        assert r.error is None and r.finish_reason == "scored"
+        assert json.loads(r.text)["complexity"] in SCHEMA["properties"]["complexity"]["enum"]
+        assert len(r.attempts) == 1 and r.attempts[0].prompt_tokens > 0
+
+
+def test_label_scoring_needs_llama_cpp_and_leaves_old_spec_hashes_alone():
+    with pytest.raises(ValueError, match="llama_cpp"):
+        TeacherSpec(backend="openai", base_url="http://x/v1", label_scoring={"field": "complexity"})
+    assert "label_scoring" not in TeacherSpec().model_dump()
+    assert TeacherSpec(label_scoring={"field": "complexity"}).model_dump()["label_scoring"]["calibrate"] is True
