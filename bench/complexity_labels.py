@@ -72,7 +72,7 @@ def sampled_labels(rs_spec, teacher, rows: list[dict]) -> list[str | None]:
 
 
 def scored_labels(rs_spec, teacher, rows: list[dict], calibrated: bool) -> list[str]:
-    """What a spec with `teacher.label_scoring` stores, computed with the teacher's own functions."""
+    """The best class by log-probability (`calibrated`: minus a content-free request's, per prompt variant)."""
     from mashbill.factory.teachers.label_scores import calibrated_scores, content_free, enum_answers
     from mashbill.specs.prompting import render_prompt
 

@@ -166,16 +166,6 @@ PRICE_KEYS = {
 }
 
 
-class LabelScoring(Strict):
-    """Score each value of an enum output field by the teacher's log-probability and take the best, instead of
-    sampling (llama_cpp only; factory/teachers/label_scores.py). `calibrate` subtracts the scores of a content-free
-    request (`content_free` as the user turn, Zhao et al. 2021)."""
-
-    field: str
-    calibrate: bool = True
-    content_free: str = "N/A"
-
-
 class TeacherSpec(HashStable):
     backend: Literal["llama_cpp", "openai", "vllm"] = "llama_cpp"
     model: str = "embedded:smollm2-135m-instruct"
@@ -186,17 +176,8 @@ class TeacherSpec(HashStable):
     prices: dict[str, float] = {}
     # Model revision (a hub commit or tag) for openai/vllm teachers; stored with every run.
     revision: str | None = None
-    # Class labels scored instead of sampled (moe-complexity@2's quick start: a 135M teacher samples `complex` for
-    # almost anything, its scores rank the classes better; bench/complexity_labels.py measures both).
-    label_scoring: LabelScoring | None = None
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("revision", "label_scoring")
-
-    @model_validator(mode="after")
-    def _scoring_backend(self):
-        if self.label_scoring is not None and self.backend != "llama_cpp":
-            raise ValueError("label_scoring needs the llama_cpp backend (it reads the model's log-probabilities)")
-        return self
+    _added_fields: ClassVar[tuple[str, ...]] = ("revision",)
 
     @field_validator("prices")
     @classmethod

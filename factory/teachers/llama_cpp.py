@@ -85,7 +85,6 @@ class LlamaCppTeacher:
             raise TeacherError(f"llama.cpp could not load {self.path}: {exc}") from None
         self._grammars: dict[str, object] = {}
         self._lltokenizer = None
-        self._priors: dict[str, dict[str, float]] = {}  # label scoring: content-free scores per prompt variant
 
     def info(self) -> dict:
         return {"backend": self.backend, "model": self.model, "path": str(self.path),
@@ -138,36 +137,9 @@ class LlamaCppTeacher:
 
     # ------------------------------------------------------------ generation
 
-    def _scored(self, req: TeacherRequest) -> TeacherResult:
-        """The best-scoring answer of the schema's enum field (teacher.label_scoring), as the record's text."""
-        from mashbill.factory.teachers.label_scores import calibrated_scores, content_free, enum_answers
-
-        ls = self.spec.label_scoring
-        start = time.perf_counter()
-        try:
-            answers = enum_answers(req.schema or {}, ls.field)
-            messages = list(req.messages)
-            prior = None
-            if ls.calibrate:  # one prior per system prompt and framing: cached, it costs one scoring per variant
-                free = content_free(messages, ls.content_free)
-                key = json.dumps(free, sort_keys=True)
-                prior = self._priors.get(key)
-                if prior is None:
-                    prior = self._priors[key] = calibrated_scores(self.llm, free, answers, None)
-            scores = calibrated_scores(self.llm, messages, answers, prior)
-        except Exception as exc:  # keep the record: a failed call is stored with its error
-            msg = f"{type(exc).__name__}: {exc}"
-            return TeacherResult(req, None, None, [attempt(req, self, time.perf_counter() - start, error=msg)],
-                                 error=msg)
-        best = max(scores, key=scores.get)
-        call = attempt(req, self, time.perf_counter() - start, int(self.llm.n_tokens), None, 0, "scored")
-        return TeacherResult(req, answers[best], "scored", [call])
-
     def _one(self, req: TeacherRequest) -> TeacherResult:
         import llama_cpp
 
-        if self.spec.label_scoring is not None:
-            return self._scored(req)
         s = req.sampling
         kwargs = dict(temperature=s["temperature"], top_p=s["top_p"], top_k=s["top_k"],
                       max_tokens=s["max_tokens"], seed=s["seed"], repeat_penalty=s.get("repeat_penalty", 1.0))

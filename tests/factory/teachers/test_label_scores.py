@@ -1,15 +1,11 @@
-"""Label scoring (factory/teachers/label_scores.py, `teacher.label_scoring`) on the real embedded SmolLM2: the scores
-are the model's own log-probabilities (checked against llama.cpp computing every position at once), and a scoring
-teacher returns one of the schema's classes through the ordinary teacher interface."""
+"""Label scoring (factory/teachers/label_scores.py, the complexity bench's scorer) on the real embedded SmolLM2: the scores
+are the model's own log-probabilities (checked against llama.cpp computing every position at once)."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
 
-from mashbill.factory.teachers.base import TeacherRequest
 from mashbill.specs.model import TeacherSpec
 
 SCHEMA = {"type": "object", "properties": {"complexity": {"type": "string",
@@ -24,8 +20,7 @@ MESSAGES = [{"role": "system", "content": "Label the request's complexity: trivi
 def teacher():
     from mashbill.factory.teachers.llama_cpp import LlamaCppTeacher
 
-    spec = TeacherSpec(n_ctx=1024, label_scoring={"field": "complexity", "calibrate": True})
-    t = LlamaCppTeacher(spec, threads=1)
+    t = LlamaCppTeacher(TeacherSpec(n_ctx=1024), threads=1)
     yield t
     t.close()
 
@@ -59,22 +54,3 @@ def test_scores_are_the_models_log_probabilities(teacher):
     finally:
         ref.close()
     assert len(set(round(v, 3) for v in got.values())) == 4  # four different answers, four different scores
-
-
-def test_a_scoring_teacher_answers_with_one_class_through_the_teacher_interface(teacher):
-    reqs = [TeacherRequest(f"r{i}", tuple(m if m["role"] == "system" else {"role": "user", "content": q}
-                                          for m in MESSAGES), SCHEMA, {})
-            for i, q in enumerate(["Request: Hi there!", "Request: Implement a chess engine in Rust."])]
-    results = list(teacher.generate(reqs))
-    assert [r.request.record_id for r in results] == ["r0", "r1"]
-    for r in results:
-        assert r.error is None and r.finish_reason == "scored"
-        assert json.loads(r.text)["complexity"] in SCHEMA["properties"]["complexity"]["enum"]
-        assert len(r.attempts) == 1 and r.attempts[0].prompt_tokens > 0
-
-
-def test_label_scoring_needs_llama_cpp_and_leaves_old_spec_hashes_alone():
-    with pytest.raises(ValueError, match="llama_cpp"):
-        TeacherSpec(backend="openai", base_url="http://x/v1", label_scoring={"field": "complexity"})
-    assert "label_scoring" not in TeacherSpec().model_dump()
-    assert TeacherSpec(label_scoring={"field": "complexity"}).model_dump()["label_scoring"]["calibrate"] is True
