@@ -79,7 +79,7 @@ def export_gguf(run_path: str | Path, *, out: str | Path | None = None, snapshot
         work = tmp / ".work"
         merged = merge_adapter(run, work / "merged")
         raw = work / "raw.f16.gguf"
-        convert_f16(merged, raw)
+        convert_f16(merged, raw, name=f"{run.adapter_dir} merged into {run.base_model}")
         shutil.rmtree(merged)
         f16 = tmp / "model.f16.gguf"
         meta = {"mashbill.lineage": json.dumps(lineage, sort_keys=True),
