@@ -68,6 +68,7 @@ def test_an_expensive_stage_refuses_while_a_cheaper_one_has_not_passed(snaps, tm
     assert not (tmp_path / "run").exists()
     ok = run_cli("train", "sft", cfg, "--stage", "config", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
+    assert not (tmp_path / "mashbill-runs").exists()  # only training stages write the run folder
     hist = run_cli("train", "stages", cfg, cwd=tmp_path)
     assert hist.returncode == 0 and "config" in hist.stdout and "passed" in hist.stdout and "tplan@1" in hist.stdout
     proc = run_cli("train", "sft", cfg, "--stage", "steps:5", "--no-climb", cwd=tmp_path)
