@@ -250,3 +250,16 @@ def test_converter_failure_inside_export_gguf_leaves_nothing_under_the_export_fo
     assert f"convert_hf_to_gguf.py failed on {run / 'adapter'} merged into {base}: AssertionError (assert " in line
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert list(root.iterdir()) == [], list(root.iterdir())
+
+
+def test_flips_count_changed_answers_and_moves_between_right_and_wrong():
+    """Two quantizations with the same accuracy can still answer differently: flips say how (issue 13)."""
+    from mashbill.exporters.gguf_verify import flips
+
+    q8 = {"answers": [{"output": "[1]", "exact": True}, {"output": "[2]", "exact": False},
+                      {"output": "[3]", "exact": True}, {"output": "[4]", "exact": False}]}
+    q4 = {"answers": [{"output": "[1]", "exact": True}, {"output": "[2x]", "exact": True},
+                      {"output": "[3x]", "exact": False}, {"output": "[4x]", "exact": False}]}
+    f = flips(q8, q4)
+    # equal accuracy (2 of 4 each), yet three answers changed: one right->wrong, one wrong->right
+    assert f == {"n": 4, "answers_differ": 3, "flip_rate": 0.75, "right_to_wrong": 1, "wrong_to_right": 1}
