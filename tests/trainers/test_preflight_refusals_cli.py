@@ -28,7 +28,12 @@ def _tampered(snaps, tmp_path):
     raw = bytearray((copy / "data" / "train.parquet").read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     (copy / "data" / "train.parquet").write_bytes(bytes(raw))
-    return {"snapshot": str(copy)}
+    from mashbill.specs.loader import sha256_file
+
+    want = json.loads((copy / "manifest.json").read_text())["files"]["data/train.parquet"]
+    # both values: the file's hash now and the one the manifest recorded
+    return {"snapshot": str(copy), "_needles": [f"({sha256_file(copy / 'data' / 'train.parquet')[:12]}, manifest "
+                                                f"{want[:12]})"]}
 
 
 def _tokenizer(snaps, tmp_path):
@@ -85,6 +90,7 @@ def no_model_loads(monkeypatch):
 def test_each_bad_input_is_one_line_exit_2_before_any_model_and_writes_nothing(snaps, tmp_path, case, no_model_loads):
     make, needles = CASES[case]
     fields = {"method": "sft", "snapshot": "tplan@1", "base_model": SMOL, **make(snaps, tmp_path)}
+    needles = needles + fields.pop("_needles", [])
     cfg = snaps.config(tmp_path, f"bad-{case}", **fields)
     run = tmp_path / "runs" / "bad"
     res = invoke("train", "sft", cfg, "--stage", "steps:2", "--out", run)
