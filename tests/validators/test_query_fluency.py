@@ -61,8 +61,8 @@ def test_english_garble_is_not_more_surprising_than_real_english(labelled):
     measuring again."""
     if DEV is None:
         pytest.skip("the shared queries-dev corpora are not beside this checkout")
-    garbled = [r["query"] for r in labelled if r["lang"] == "en" and r["reason"] == "garbled"][:12]
-    real = [t for t, lang in _bench().real_queries(DEV) if lang == "en" and len(t) < 120][::150][:12]
+    garbled = [r["query"] for r in labelled if r["lang"] == "en" and r["reason"] == "garbled"][:8]
+    real = [t for t, lang in _bench().real_queries(DEV) if lang == "en" and len(t) < 120][::150][:8]
     assert statistics.median(mean_nll(q) for q in garbled) < statistics.median(mean_nll(q) for q in real)
 
 
@@ -94,9 +94,9 @@ def test_precision_on_the_report_half(labelled):
 
 @pytest.mark.skipif(DEV is None, reason="the shared queries-dev corpora are not beside this checkout")
 def test_real_german_queries_are_rarely_dropped():
-    """German queries of queries-dev (mt_bench_x_de and MGSM, <= 300 characters; every 8th, the model reads them
+    """German queries of queries-dev (mt_bench_x_de and MGSM, <= 300 characters; every 12th, the model reads them
     in seconds each on a busy machine): measured 1 of all 117 above the limit; at most 1 of the sample."""
     real = [t for t, lang in _bench().real_queries(DEV) if lang == "de"]
     assert len(real) > 100
-    dropped = [t for t in real[::8] if not_fluent(t, "de", MEASURED_LIMITS)]
+    dropped = [t for t in real[::12] if not_fluent(t, "de", MEASURED_LIMITS)]
     assert len(dropped) <= 1, dropped
