@@ -21,7 +21,7 @@ from typing import Any, Callable
 from mashbill.factory.records import Verdict
 from mashbill.validators.drift import WorkedExample, worked_examples
 from mashbill.validators.plans import Shown
-from mashbill.validators.complexity_rules import load_rules
+from mashbill.validators.ruleset import load_rules
 from mashbill.validators.ruleset import RuleSet
 
 STAGE = "validate"

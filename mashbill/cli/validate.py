@@ -77,7 +77,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
                    expectations=not no_expectations, holdout=list(holdout), eval_files=list(eval_files),
                    progress=progress)
     if rules_file:
-        from mashbill.validators.complexity_rules import load_rules
+        from mashbill.validators.ruleset import load_rules
 
         opts.rules = load_rules(rules_file)
     file_mode = fmt is not None or (Path(target).suffix in (".jsonl", ".json") and Path(target).is_file())
@@ -94,7 +94,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
             opts.base_dir = rs.path.parent
             opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
             if opts.rules is None and "rules" in rs.file_paths:
-                from mashbill.validators.complexity_rules import load_rules
+                from mashbill.validators.ruleset import load_rules
 
                 opts.rules = load_rules(rs.file_paths["rules"])
         if not no_spans:

@@ -51,7 +51,7 @@ def test_quickstart_complexity_labels_it_accepts_pass_the_complexity_rules(quick
     another label than memory_recall (the reference's override; SmolLM2-135M labels them complex)."""
     from mashbill.specs import find_spec, load_spec
     from mashbill.validators.complexity import analyze, check_complexity
-    from mashbill.validators.complexity_rules import load_rules
+    from mashbill.validators.ruleset import load_rules
 
     folder, _ = quickstart
     rs = load_spec(find_spec("quickstart-complexity"))
