@@ -26,7 +26,8 @@ from mashbill.validators.ruleset import RuleSet
 
 STAGE = "validate"
 # rules that need something a record may lack: rule id -> what it needs
-_NEEDS = {"category-shown": "taxonomy", "creative-fit": "taxonomy", "tool-args": "catalog", "no-parroting": "examples"}
+_NEEDS = {"category-shown": "taxonomy", "creative-fit": "taxonomy", "translation-fit": "taxonomy",
+          "memory-fit": "taxonomy", "tool-args": "catalog", "no-parroting": "examples"}
 _WHY = {"taxonomy": "no taxonomy shown (record metadata, --spec or a category block in the system prompt)",
         "catalog": "no tool catalog (pass --spec)", "examples": "no worked examples in the prompt",
         "plan": "the target is not a JSON plan"}
