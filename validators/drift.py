@@ -169,12 +169,20 @@ def root(word: str) -> str:
     return word
 
 
+# words of a request that name no topic: a task made of them ("What should I check?") has lost the query's subject
+_GENERIC = frozenset("""
+check help need needs want know should happen happens problem issue thing things something anything question answer
+look please fix work works working way ways good best right wrong next first start
+prüfe prüfen überprüfe hilf hilfe brauche brauchst soll sollte sollen wissen weiß problem frage antwort etwas
+""".split())
+
+
 def roots(text: str) -> frozenset[str]:
-    """The content words of a text as roots (``root``), lower-cased."""
+    """The content words of a text as roots (``root``), lower-cased; generic request words left out."""
     low = text.lower()
     if "result_of" in low:
         low = PLACEHOLDER.sub(" ", low)
-    return frozenset(root(w) for w in set(_TOKEN.findall(low)) - _STOP)
+    return frozenset(root(w) for w in set(_TOKEN.findall(low)) - _STOP - _GENERIC)
 
 
 def _meet(a: str, b: str) -> bool:
@@ -201,9 +209,11 @@ def unrelated(query: str, task, min_shared: int, words=content, query_words=None
         parts.append(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
     if match == "stem":
         found = frozenset().union(*(roots(p) for p in parts)) if parts else frozenset()
-        if not found:
-            return False
-        return len(shared_roots(found, roots(query))) < min_shared
+        if not parts:
+            return False  # no text at all: task-text reports it
+        query_roots = roots(query)
+        # a task of generic words only ("What should I check?") keeps nothing of a query that has a subject
+        return len(shared_roots(found, query_roots)) < min_shared if found else bool(query_roots)
     low = query.lower()
     shared = set()
     for p in parts:  # a cheap first pass: the task's words, one by one, looked up in the query's text
