@@ -20,7 +20,7 @@ from mashbill.factory.codes import COMPLEXITY_RULE_IDS
 from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
-from mashbill.validators.ruleset import Checks, RuleEntry
+from mashbill.validators.rulebase import Checks, RuleEntry
 
 CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup", "greeting")
 

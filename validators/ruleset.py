@@ -21,9 +21,9 @@ from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
+from mashbill.validators.rulebase import Checks, RuleEntry
 
 DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@4.yaml"
-CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
 
 
 class TaskCount(Strict):
@@ -40,14 +40,6 @@ class CategoryNames(Strict):
     creative: str = "creative_writer"
     translation: str = "translation"
     memory: str = "memory_recall"
-
-
-class RuleEntry(Strict):
-    id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
-    code: str = Field(pattern=CODE_RE)
-    severity: Literal["reject", "penalty", "flag"]
-    description: str = ""
-    enabled: bool = True
 
 
 class Mask(Strict):
@@ -109,35 +101,6 @@ class SearchQuery(Strict):
     identifier: list[str] = Field(min_length=1)
 
 
-class DedupConfig(Strict):
-    field: Literal["query", "prompt", "example"] = "query"
-    exact_code: str = Field("DUP001", pattern=CODE_RE)
-    exact_severity: Literal["reject", "penalty", "flag"] = "reject"
-    near_code: str = Field("DUP002", pattern=CODE_RE)
-    near_severity: Literal["reject", "penalty", "flag"] = "penalty"
-    shingle: int = Field(5, ge=1, le=16)
-    num_perm: int = Field(128, ge=16, le=1024)
-    bands: int = Field(16, ge=1)
-    threshold: float = Field(0.8, gt=0, le=1)
-
-    @model_validator(mode="after")
-    def _bands_divide(self):
-        if self.num_perm % self.bands:
-            raise ValueError(f"num_perm ({self.num_perm}) must be a multiple of bands ({self.bands})")
-        return self
-
-
-class LeakageConfig(Strict):
-    code: str = Field("LEAK001", pattern=CODE_RE)
-    severity: Literal["reject", "penalty", "flag"] = "reject"
-    threshold: float = Field(0.7, gt=0, le=1)
-
-
-class PiiConfig(Strict):
-    redact: bool = False
-    severity: Literal["reject", "penalty", "flag"] = "flag"
-
-
 class Fidelity(Strict):
     """Argument fidelity: which tools' numbers must come from the query, which constants any plan may use, and the
     unit names unit_convert's units are matched against (canonical name -> names a query may use)."""
@@ -157,12 +120,6 @@ class Drift(Strict):
     min_shared: int = Field(1, ge=1)  # content words a task must share with the query
     # how words meet: "prefix" (their first 5 letters, moe-routing@2-3) or "stem" (whole words less a suffix, @4)
     match: Literal["prefix", "stem"] = "prefix"
-
-
-class Checks(Strict):
-    dedup: DedupConfig = DedupConfig()
-    leakage: LeakageConfig = LeakageConfig()
-    pii: PiiConfig = PiiConfig()
 
 
 class RuleSet(Strict):
