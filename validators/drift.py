@@ -172,8 +172,9 @@ def root(word: str) -> str:
 # words of a request that name no topic: a task made of them ("What should I check?") has lost the query's subject
 _GENERIC = frozenset("""
 check help need needs want know should happen happens problem issue thing things something anything question answer
-look please fix work works working way ways good best right wrong next first start
+look please fix work works working way ways good best right wrong next first start short brief long simple
 prüfe prüfen überprüfe hilf hilfe brauche brauchst soll sollte sollen wissen weiß problem frage antwort etwas
+kurz kurze kurzen kurzer kurzes lang lange langen einfach einfache
 """.split())
 
 

@@ -321,10 +321,18 @@ def niche_dynamic(ctx: RuleContext) -> list[str]:
     return [f"niche field ('{ctx.triggers.niche}') without a dynamic task"]
 
 
-def _fit(ctx: RuleContext, term: str | None, cat: str, what: str) -> list[str]:
-    """A request of one kind (its trigger words `term`) needs a task of category `cat` when `cat` was shown."""
+def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: bool = False) -> list[str]:
+    """A request of one kind (its trigger words `term`) needs a task of category `cat` when `cat` was shown. With
+    `no_search`, where `cat` was not shown, the plan still needs a task that can answer (not only research and
+    precision tools): a web search neither translates a text nor recalls this conversation."""
     # without the taxonomy shown for the record the rule cannot know the name to expect (the checker reports the skip)
-    if not term or ctx.shown.names is None or not ctx.shown.shows(cat) or ctx.plan.with_category(cat):
+    if not term or ctx.shown.names is None or ctx.plan.with_category(cat):
+        return []
+    if not ctx.shown.shows(cat):
+        lookup = {ctx.cats.research, ctx.cats.precision}
+        if no_search and ctx.plan.tasks and all(t.canonical in lookup for t in ctx.plan.tasks):
+            return [f"{what} ('{term}') is planned as {' and '.join(sorted({t.canonical for t in ctx.plan.tasks}))} "
+                    f"only ({cat} was not shown: a general task answers it)"]
         return []
     names = [n for n, c in ctx.shown.renamed.items() if c == cat and n in ctx.shown.names]
     return [f"{what} ('{term}') has no {names[0] if names else cat} task"]
@@ -337,12 +345,12 @@ def creative_fit(ctx: RuleContext) -> list[str]:
 
 @rule("translation-fit")
 def translation_fit(ctx: RuleContext) -> list[str]:
-    return _fit(ctx, ctx.triggers.translation, ctx.cats.translation, "a translation request")
+    return _fit(ctx, ctx.triggers.translation, ctx.cats.translation, "a translation request", no_search=True)
 
 
 @rule("memory-fit")
 def memory_fit(ctx: RuleContext) -> list[str]:
-    return _fit(ctx, ctx.triggers.recall, ctx.cats.memory, "a question about an earlier turn")
+    return _fit(ctx, ctx.triggers.recall, ctx.cats.memory, "a question about an earlier turn", no_search=True)
 
 
 _NOT_WORD = re.compile(r"[\W_]+")
