@@ -113,8 +113,8 @@ def verify(path: str | Path) -> dict:
         f = path / rel
         if not f.is_file():
             problems.append((rel, "missing"))
-        elif sha256_file(f) != digest:
-            problems.append((rel, "sha256 differs from the manifest"))
+        elif (actual := sha256_file(f)) != digest:
+            problems.append((rel, f"sha256 differs from the manifest ({actual[:12]}, manifest {digest[:12]})"))
     on_disk = {p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()} - {MANIFEST}
     for extra in sorted(on_disk - set(files)):
         problems.append((extra, "not listed in the manifest (added)"))

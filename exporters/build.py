@@ -31,6 +31,10 @@ def export_onnx(run_path: str | Path, *, out: str | Path | None = None, snapshot
     if run.method != "classify":
         raise ExportError(f"{run.path / 'lineage.json'}: field 'method' is {run.method!r}; ONNX export takes a "
                           "classify run (use `mashbill export gguf` for sft/dpo runs)")
+    if (run.lineage.get("trainer_profile") or {}).get("format") == "pairs":
+        # parity and the predictor take one text per request; a reward model scores (request, plan) pairs
+        raise ExportError(f"{run.path / 'lineage.json'}: field 'trainer_profile.format' is 'pairs' (a plan-vs-correct "
+                          "reward model); ONNX export takes single-text classifiers only")
     snap = snapshot_for(run, snapshot, store=store)
     lineage = mf.lineage_of(run, snap)
     final = Path(out) if out else default_out(run.path, "onnx")
@@ -75,7 +79,7 @@ def export_gguf(run_path: str | Path, *, out: str | Path | None = None, snapshot
         work = tmp / ".work"
         merged = merge_adapter(run, work / "merged")
         raw = work / "raw.f16.gguf"
-        convert_f16(merged, raw)
+        convert_f16(merged, raw, name=f"{run.adapter_dir} merged into {run.base_model}")
         shutil.rmtree(merged)
         f16 = tmp / "model.f16.gguf"
         meta = {"mashbill.lineage": json.dumps(lineage, sort_keys=True),

@@ -75,18 +75,32 @@ def converter() -> Path:
     return script
 
 
-def convert_f16(hf_dir: Path, out: Path, *, outtype: str = "f16") -> None:
-    """Run llama.cpp's converter on an HF folder; raise one line with its last message on failure."""
+def _last_message(text: str, returncode: int) -> str:
+    """The converter's last message; a bare exception name (an `assert` failing) gets the source line above it."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return f"exit code {returncode}"
+    last = lines[-1]
+    if last.isidentifier():
+        # Python 3.11+ puts caret lines under the source line
+        source = next((ln for ln in reversed(lines[:-1]) if not set(ln) <= set("^~ ")), "")
+        if source and not source.startswith("File "):
+            last = f"{last} ({source})"
+    return last
+
+
+def convert_f16(hf_dir: Path, out: Path, *, outtype: str = "f16", name: str | None = None) -> None:
+    """Run llama.cpp's converter on an HF folder; raise one line with its last message on failure (naming the
+    folder as `name` when it is a temporary one)."""
     script = converter()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("NO_LOCAL_GGUF", None)  # the converter must use its own gguf-py, not the installed package
     proc = subprocess.run([sys.executable, str(script), str(hf_dir), "--outtype", outtype, "--outfile", str(out)],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not out.is_file():
-        lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-        last = lines[-1].strip() if lines else f"exit code {proc.returncode}"
+        last = _last_message(proc.stderr + proc.stdout, proc.returncode)
         out.unlink(missing_ok=True)
-        raise ExportError(f"convert_hf_to_gguf.py failed on {hf_dir}: {last[:300]}")
+        raise ExportError(f"convert_hf_to_gguf.py failed on {name or hf_dir}: {last[:300]}")
 
 
 def quantize(src: Path, dst: Path, quant: str, *, threads: int | None = None) -> None:
@@ -140,6 +154,9 @@ def merge_adapter(run: Run, dst: Path) -> Path:
     except ImportError:
         raise ExportError("merging a LoRA adapter needs torch, transformers and peft: "
                           "pip install 'mashbill[train]'") from None
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a CLI error must be the one line on stderr, not after loading bars
     base_dir = text_only_if_multimodal(run.base_model, dst.parent / (dst.name + ".text"))
     try:
         base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)

@@ -1,4 +1,5 @@
-"""`train classify`: an encoder classifier (all-MiniLM-L6-v2 by default) on a snapshot's classification pull.
+"""`train classify`: an encoder classifier (all-MiniLM-L6-v2 by default) on a snapshot's classification pull,
+or a plan-vs-correct reward model on a preference snapshot's pairs (`format: pairs`, trainers/reward_pairs.py).
 
 Complexity is single-label (4 classes from the schema); routing and plan categories are multi-label
 (multi-hot float vectors, `problem_type="multi_label_classification"`); the id2label/label2id mapping comes
@@ -29,9 +30,12 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
         keep_layers(model, cfg.student_layers, cfg.student_layer_pick)
 
     def tok(batch):
+        if "text_pair" in batch:  # a reward model's (request, plan) pairs: a cross-encoder input
+            return tokenizer(batch["text"], batch["text_pair"], truncation=True, max_length=cfg.max_length)
         return tokenizer(batch["text"], truncation=True, max_length=cfg.max_length)
 
-    enc = {s: d.map(tok, batched=True, remove_columns=["text"]) for s, d in datasets.items()}
+    enc = {s: d.map(tok, batched=True, remove_columns=[c for c in ("text", "text_pair") if c in d.column_names])
+           for s, d in datasets.items()}
     args = TrainingArguments(**common_args(pf, placement, work, max_steps=max_steps, epochs=epochs))
     trainer = Trainer(model=model, args=args, train_dataset=enc["train"],
                       eval_dataset=enc["eval"] if enc["eval"].num_rows else None,

@@ -74,7 +74,9 @@ class TrainConfig(Strict):
     snapshot: str = Field(min_length=1)
     store: str = "./mashbill-data"
     base_model: str = Field(min_length=1)
-    format: Literal["messages", "prompt-completion"] | None = None  # sft only; default from the loss mode
+    # sft: default from the loss mode; classify: `pairs` trains a plan-vs-correct reward model on a preference
+    # snapshot (trainers/reward_pairs.py)
+    format: Literal["messages", "prompt-completion", "pairs"] | None = None
     profile: Profile = Profile()
     lora: Lora | None = Lora()  # classify ignores it (full fine-tuning of a small encoder)
     schedule: Schedule = Schedule()

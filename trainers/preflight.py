@@ -83,7 +83,18 @@ def _method_format(cfg: TrainConfig, kind: str, loss: str) -> str:
             raise PreflightError(f"config {cfg.name}: method dpo needs a preference snapshot; {cfg.snapshot} is "
                                  f"kind {kind}")
         return "preference"
+    if cfg.format == "pairs":
+        if cfg.method != "classify":
+            raise PreflightError(f"config {cfg.name}: format pairs is for method classify (a reward model), not "
+                                 f"{cfg.method}")
+        if kind != "preference":
+            raise PreflightError(f"config {cfg.name}: format pairs needs a preference snapshot; {cfg.snapshot} is "
+                                 f"kind {kind}")
+        return "pairs"
     if cfg.method == "classify":
+        if cfg.format is not None:
+            raise PreflightError(f"config {cfg.name}: format {cfg.format} is for method sft; method classify takes "
+                                 "no format, or pairs")
         return "classification"
     if cfg.format is not None:
         return cfg.format

@@ -132,6 +132,10 @@ def _load_parts(pf: Preflight):
         tok.chat_template = pf.chat_template  # the snapshot's training template, as validated
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
+    if pf.format == "pairs":
+        from mashbill.trainers.reward_pairs import load_pairs
+
+        return base, tok, load_pairs(pf.snapshot)
     data = load_snapshot(pf.snapshot, pf.format)
     return base, tok, data
 

@@ -97,7 +97,8 @@ def _method_command(method: str):
 
 _DOCS = {
     "classify": """Train an encoder classifier (all-MiniLM-L6-v2 by default) on a snapshot's classification
-    pull: complexity (single-label) or routing/plan categories (multi-label, multi-hot).
+    pull: complexity (single-label) or routing/plan categories (multi-label, multi-hot); with `format: pairs`
+    on a preference snapshot, a plan-vs-correct reward model over (request, plan) pairs.
 
     \b
     Example:

@@ -114,14 +114,16 @@ def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
     assert verify["held_out"] == (verify["split"] != "train")
 
     # release: INT8 (candidate) against fp32 (incumbent) on a guard file
-    guards = _guards(cwd)
-    check = run_cli("release", "check", f"{onnx}/model.int8.onnx", "--incumbent", f"{onnx}/model.onnx",
-                    "--guards", guards, "--json", cwd=cwd, timeout=600)
+    assert _guards(cwd) == cwd / "guards.yaml"
+    # the README's commands word for word (relative to the quick-start folder); --json only to read the record
+    rel = "./mashbill-exports/quickstart-classify-onnx"
+    check = run_cli("release", "check", f"{rel}/model.int8.onnx", "--incumbent", f"{rel}/model.onnx",
+                    "--guards", "guards.yaml", "--json", cwd=cwd, timeout=600)
     assert check.returncode in (0, 1), check.stderr
     record = json.loads(check.stdout)
     assert check.returncode == (0 if record["decision"]["promote"] else 1)
     assert list((cwd / "mashbill-releases" / "checks").iterdir())
-    _ok(run_cli("release", "tag", "complexity-prod", f"{onnx}/model.int8.onnx", cwd=cwd), "release tag")
+    _ok(run_cli("release", "tag", "complexity-prod", f"{rel}/model.int8.onnx", cwd=cwd), "release tag")
     _ok(run_cli("release", "verify", "complexity-prod", cwd=cwd), "release verify")
 
     # one byte changed in the tagged file: verify exits 1 naming it

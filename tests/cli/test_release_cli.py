@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
+
 from tests.cli.conftest import error_lines, invoke
 
 
@@ -28,3 +30,19 @@ def test_tag_and_verify(tmp_path):
     assert again.exit_code == 2 and len(error_lines(again)) == 1, again.output  # a tag moves only with --force
     missing = invoke("release", "verify", "nope", "--dir", rel)
     assert missing.exit_code == 2 and len(error_lines(missing)) == 1
+
+
+def test_check_with_a_gguf_that_does_not_load_is_one_line_and_writes_no_record(tmp_path):
+    """Issue 13's bad input "a GGUF that does not load" at the release gate: exit 2, one line naming the file,
+    nothing under the release folder."""
+    pytest.importorskip("llama_cpp")
+    bad = tmp_path / "planner.q4_k_m.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 4096)  # the magic, then nothing a loader can use
+    guards = tmp_path / "guards.yaml"
+    guards.write_text("heldout: [{text: 'Was ist 7 hoch 5?', expect: math}]\n"
+                      "guards: [{id: g1, text: 'Hallo', expect: general}]\n", encoding="utf-8")
+    rel = tmp_path / "releases"
+    res = invoke("release", "check", bad, "--incumbent", bad, "--guards", guards, "--dir", rel)
+    assert res.exit_code == 2 and len(error_lines(res)) == 1 and str(bad) in res.stderr, res.output
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not rel.exists()

@@ -218,3 +218,48 @@ def test_verification_falls_back_to_the_next_split_with_rows_and_says_so(tmp_pat
     report = verify_files({}, Snapshot(res.path, res.manifest))  # no files: only the split choice is exercised
     assert report["split"] == "train" and report["held_out"] is False
     assert report["rows"] == res.manifest["splits"]["counts"]["train"]
+
+
+def test_converter_failure_inside_export_gguf_leaves_nothing_under_the_export_folder(tmp_path, plan_snapshot):
+    """Issue 13's bad input "a converter failure", end to end through `mashbill export gguf`: a tiny Llama base
+    whose config says 100 tokens while its tokenizer has 49,152, so llama.cpp's converter itself refuses it
+    after the merge. One line, exit 2, and the export root holds nothing (no half-written folder or file)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from tests.cli.conftest import error_lines, invoke
+    from tests.exporters.conftest import smollm2_gguf, write_lineage
+
+    base = tmp_path / "tiny-base"
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1)).save_pretrained(str(base))
+    gguf = smollm2_gguf()
+    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(base))
+    run = tmp_path / "run"
+    model = get_peft_model(LlamaForCausalLM.from_pretrained(str(base)),
+                           LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], task_type="CAUSAL_LM"))
+    run.mkdir()
+    model.save_pretrained(str(run / "adapter"))
+    write_lineage(run, "sft", plan_snapshot, base, "0" * 64)
+    root = tmp_path / "exports"
+    res = invoke("export", "gguf", run, "--out", root / "planner", "--snapshot", plan_snapshot.path)
+    assert res.exit_code == 2, res.output
+    [line] = error_lines(res)
+    assert f"convert_hf_to_gguf.py failed on {run / 'adapter'} merged into {base}: AssertionError (assert " in line
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert list(root.iterdir()) == [], list(root.iterdir())
+
+
+def test_flips_count_changed_answers_and_moves_between_right_and_wrong():
+    """Two quantizations with the same accuracy can still answer differently: flips say how (issue 13)."""
+    from mashbill.exporters.gguf_verify import flips
+
+    q8 = {"answers": [{"output": "[1]", "exact": True}, {"output": "[2]", "exact": False},
+                      {"output": "[3]", "exact": True}, {"output": "[4]", "exact": False}]}
+    q4 = {"answers": [{"output": "[1]", "exact": True}, {"output": "[2x]", "exact": True},
+                      {"output": "[3x]", "exact": False}, {"output": "[4x]", "exact": False}]}
+    f = flips(q8, q4)
+    # equal accuracy (2 of 4 each), yet three answers changed: one right->wrong, one wrong->right
+    assert f == {"n": 4, "answers_differ": 3, "flip_rate": 0.75, "right_to_wrong": 1, "wrong_to_right": 1}

@@ -86,6 +86,14 @@ def test_predict_cli_runs_the_exported_classifier(onnx_export, classify_run, pla
     assert [r["label"] for r in rows] == [sorted(names[j] for j in np.nonzero(r > 0)[0]) for r in ref]
     one = run_cli("predict", path, texts[0], check=True)  # an export folder: its primary (INT8) artifact
     assert json.loads(one.stdout)["text"] == texts[0]
+    # a .txt file: one input per line, blank lines skipped (README "predict")
+    from tests.cli.conftest import invoke
+
+    plain = tmp_path / "q.txt"
+    plain.write_text(texts[0] + "\n\n" + texts[1] + "\n", encoding="utf-8")
+    res = invoke("predict", path / "model.onnx", plain)
+    assert res.exit_code == 0, res.output
+    assert [json.loads(ln) for ln in res.stdout.splitlines()] == rows[:2]
 
 
 def test_predict_refuses_bad_inputs(tmp_path, onnx_export):

@@ -68,7 +68,35 @@ def test_an_expensive_stage_refuses_while_a_cheaper_one_has_not_passed(snaps, tm
     assert not (tmp_path / "run").exists()
     ok = run_cli("train", "sft", cfg, "--stage", "config", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
+    assert not (tmp_path / "mashbill-runs").exists()  # only training stages write the run folder
     hist = run_cli("train", "stages", cfg, cwd=tmp_path)
     assert hist.returncode == 0 and "config" in hist.stdout and "passed" in hist.stdout and "tplan@1" in hist.stdout
     proc = run_cli("train", "sft", cfg, "--stage", "steps:5", "--no-climb", cwd=tmp_path)
     assert proc.returncode == 2 and "stage forward has not passed" in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_stage_whose_loss_turns_non_finite_exits_1_is_recorded_and_writes_no_run_folder(snaps, tmp_path):
+    """`train --help`: exit 1 when a stage ran and failed (recorded). A learning rate of 1e30 passes the cheap
+    stages (they take no step); after the first step the weights overflow and the loss is NaN."""
+    import json
+
+    from mashbill.factory.store import Store
+    from mashbill.trainers import ladder
+    from mashbill.trainers.config import load_config
+    from tests.cli.conftest import error_lines, invoke
+
+    cfg = snaps.config(tmp_path, "blowup", method="classify", snapshot="tcx@1", base_model="embedded:all-minilm-l6-v2",
+                       max_length=16, student_layers=1,
+                       schedule={"max_steps": 3, "batch_size": 4, "learning_rate": 1.0e30, "lr_scheduler": "constant"})
+    res = invoke("train", "classify", cfg, "--stage", "steps:3", "--out", tmp_path / "run", "--json")
+    assert res.exit_code == 1, res.output
+    [line] = error_lines(res)
+    assert "stage steps:3 failed: non-finite loss or gradients" in line
+    assert not (tmp_path / "run").exists()
+    with Store.open(snaps.store, read_only=True) as store:
+        rows = ladder.history(store, load_config(cfg)[0].sha256)
+    assert [(r["stage"], r["passed"]) for r in rows] == [("config", True), ("forward", True), ("batch", True),
+                                                           ("steps:3", False)]
+    assert False in (rows[-1]["loss_finite"], rows[-1]["grads_finite"]) and json.dumps(rows[-1])

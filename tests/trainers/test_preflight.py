@@ -56,6 +56,13 @@ def test_a_smaller_window_that_still_fits_passes_after_rechecking_every_example(
                          profile={"max_seq_len": longest - 2}))
 
 
+def test_a_changed_truncation_side_rechecks_every_example(snaps, tmp_path):
+    pf = _pf(snaps.config(tmp_path, "left", method="sft", snapshot="tplan@1", base_model=SMOL,
+                          profile={"truncation_side": "left"}))
+    assert pf.rechecked >= 18 and "truncation_side left (config) vs right (snapshot)" in pf.notes[-1]
+    assert pf.profile["truncation_side"] == "left"
+
+
 def test_missing_and_tampered_snapshots_are_refused(snaps, tmp_path):
     with pytest.raises(PreflightError, match="no snapshot tplan@9"):
         _pf(snaps.config(tmp_path, "missing", method="sft", snapshot="tplan@9", base_model=SMOL))

@@ -57,6 +57,16 @@ def test_sft_climbs_the_ladder_loss_falls_and_the_adapter_changes(snaps, smol_ba
     assert [r["stage"] for r in rows] == ["config", "forward", "batch", "steps:6"]
     assert rows[-1]["snapshot_id"] == res.preflight.manifest["snapshot_id"] and rows[-1]["device"] == "cpu"
     assert rows[-1]["versions"]["peft"] and rows[-1]["peak_memory_mb"] > 0 and rows[2]["grads_finite"] is True
+    # the rest of a run record (issue 16): runtime versions, throughput, manifest and config hashes
+    from mashbill.curation.snapshot import MANIFEST
+    from mashbill.specs.loader import sha256_file
+
+    for r in rows:
+        assert r["manifest_sha256"] == sha256_file(snaps.plan / MANIFEST) and r["config_sha256"] == res.preflight.config.sha256
+    for r in rows[1:]:
+        assert {"torch_cuda", "torch_hip", "device_name"} <= set(r) and r["versions"]["transformers"]
+    assert rows[1]["tokens_per_s"] > 0 and rows[2]["tokens_per_s"] > 0 and rows[1]["loss_finite"] is True
+    assert rows[-1]["s_per_step"] > 0 and rows[-1]["loss_finite"] is True
 
 
 def test_dpo_loss_falls_and_the_adapter_changes(snaps, smol_base, tmp_path):

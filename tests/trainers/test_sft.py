@@ -82,10 +82,20 @@ def test_logits_to_keep_gives_the_same_loss(snaps, smol_base, tmp_path):
                        lora={"r": 4, "alpha": 8, "dropout": 0.0}, schedule={"batch_size": 4})
     pf, tok, data, trainer = _build(cfg, smol_base, tmp_path)
     inputs = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
+    positions = []  # how many positions the vocabulary projection ran on
+    hook = trainer.model.get_output_embeddings().register_forward_hook(
+        lambda mod, args, out: positions.append(out.shape[1]))
     trainer.model.eval()
     with torch.no_grad():
         trainer.keep_logits = True
         kept = float(trainer.compute_loss(trainer.model, inputs))
         trainer.keep_logits = False
         full = float(trainer.compute_loss(trainer.model, inputs))
+    hook.remove()
     assert kept == pytest.approx(full, rel=1e-4)
+    T = inputs["input_ids"].shape[1]
+    trained = inputs["labels"] != -100
+    first = int(trained.float().argmax(dim=1)[trained.any(dim=1)].min())
+    # the kept path ran the projection from the first target position on, not over the whole prompt (TRL's own
+    # path does not call the lm_head module, so it leaves no count)
+    assert positions[0] == T - first + 1 < T
