@@ -20,7 +20,7 @@ ROWS = [
     ("Write a haiku about autumn rain.", [{"task": "Write a haiku about autumn rain.", "category": "horoscope_reader"}],
      {"PLAN003", "FIT001"}),
     ("Was ist 17 * 23?", CALC, set()),
-    # moe-routing@3: a run-together identifier as a search query
+    # moe-routing@3 and later: a run-together identifier as a search query
     ("What is the capital of Canada?", [{"task": "Find the capital of Canada.", "category": "research",
                                          "search_query": "capital_of_canada"}], {"PLAN009"}),
     # moe-routing@4: a translation request without a translation task, the same task twice
