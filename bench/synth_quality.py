@@ -10,7 +10,12 @@ its drops that are not genuine), its recall of the non-genuine ones, the genuine
 (`genuine_precision`), and its drops on real queries of shared/data/queries-dev (the JSON Lines rows of at most 300
 characters, English and German: a false drop there is a real user's request thrown away). Last line:
 
-    half= n= genuine_before= genuine_precision= screen_recall= kept= real_n= real_false_drop=
+    half= n= genuine_before= genuine_precision= screen_recall= kept= real_n= real_false_drop= fluency_precision=
+    genuine_precision_fluency= screen_recall_fluency= real_false_drop_fluency_de= seed_false_drop_fluency_de=
+    fluency_ms=
+
+The fluency check (SYN013, `--fluency`, off in every spec) is measured side by side: the screen without and
+with it on the same rows, its drops of real queries and of the library seeds per language, its cost per query.
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ def real_queries(data: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def measure(half: str = "report", data: Path | None = None, show: str = "", echo=print) -> dict:
+def measure(half: str = "report", data: Path | None = None, show: str = "", echo=print,
+            fluency: dict[str, float] | None = None) -> dict:
     """The screen on the yardstick's `half` and on the real queries under `data`; prints the table, returns the
     figures of the last line."""
     from mashbill.specs import load_spec
@@ -93,9 +99,62 @@ def measure(half: str = "report", data: Path | None = None, show: str = "", echo
          f"({len(flagged) / max(len(real), 1):.2%})")
     for code, texts in sorted(real_drops.items()):
         echo(f"  {code} {len(texts):>5}  e.g. {texts[0][:100]!r}")
-    return {"half": half, "n": len(rows), "genuine_before": round(1 - bad / len(rows), 3),
-            "genuine_precision": round(precision, 3), "screen_recall": round(recall, 3), "kept": len(kept),
-            "real_n": len(real), "real_false_drop": round(len(flagged) / max(len(real), 1), 4)}
+    figures = {"half": half, "n": len(rows), "genuine_before": round(1 - bad / len(rows), 3),
+               "genuine_precision": round(precision, 3), "screen_recall": round(recall, 3), "kept": len(kept),
+               "real_n": len(real), "real_false_drop": round(len(flagged) / max(len(real), 1), 4)}
+    if fluency:
+        figures.update(measure_fluency(rows, found, real, fluency, echo))
+    return figures
+
+
+def measure_fluency(rows: list[dict], found: list[list[str]], real: list[tuple[str, str]], limits: dict[str, float],
+                    echo=print, real_sample: int = 40) -> dict:
+    """SYN013 side by side: the screen above without and with the fluency check (the same rows), its drops on a
+    sample of `real_sample` real queries and on the library seeds per language with a limit, and its cost."""
+    import random
+    import time
+
+    from mashbill.validators.query_fluency import mean_nll
+
+    t0 = time.perf_counter()
+    scored = [r for r in rows if r["lang"] in limits]  # a language without a limit is not read
+    nll = {id(r): mean_nll(r["query"]) for r in scored}
+    per_query_s = (time.perf_counter() - t0) / max(len(scored), 1)
+    fl = [id(r) in nll and nll[id(r)] > limits[r["lang"]] for r in rows]
+    bad = sum(not r["genuine"] for r in rows)
+    drops = [r for r, f in zip(rows, fl) if f]
+    echo(f"SYN013 fluency (limits {limits}), alone: drops {len(drops)}, precision "
+         f"{sum(not r['genuine'] for r in drops) / max(len(drops), 1):.2f}, recall "
+         f"{sum(not r['genuine'] for r in drops) / max(bad, 1):.2f}; {per_query_s * 1000:.0f} ms per query")
+    out = {}
+    echo(f"{'screen':22} {'drops':>6} {'genuine dropped':>16} {'genuine share kept':>19} {'recall':>7}")
+    for name, drop in (("without SYN013", [bool(f) for f in found]),
+                       ("with SYN013", [bool(f) or x for f, x in zip(found, fl)])):
+        kept = [r for r, d in zip(rows, drop) if not d]
+        gone = [r for r, d in zip(rows, drop) if d]
+        share = sum(r["genuine"] for r in kept) / max(len(kept), 1)
+        rec = sum(not r["genuine"] for r in gone) / max(bad, 1)
+        echo(f"{name:22} {len(gone):>6} {sum(r['genuine'] for r in gone):>16} {share:>19.3f} {rec:>7.3f}")
+    out["fluency_precision"] = round(sum(not r["genuine"] for r in drops) / max(len(drops), 1), 3)
+    out["genuine_precision_fluency"] = round(share, 3)
+    out["screen_recall_fluency"] = round(rec, 3)
+    rng = random.Random(0)
+    for lang in sorted(limits):
+        texts = [t for t, lg in real if lg == lang]
+        texts = rng.sample(texts, real_sample) if len(texts) > real_sample else texts
+        hit = [t for t in texts if mean_nll(t) > limits[lang]]
+        echo(f"SYN013 on real {lang} queries: drops {len(hit)} of {len(texts)}" +
+             (f", e.g. {hit[0][:90]!r}" if hit else ""))
+        out[f"real_false_drop_fluency_{lang}"] = round(len(hit) / max(len(texts), 1), 4)
+        seeds = [json.loads(line) for name in ("quickstart.jsonl", "moe-seeds.jsonl") for line in
+                 (ROOT / "specs" / "library" / "seeds" / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+        seeds = [r["query"] for r in seeds if r.get("lang") == lang]
+        hit = [t for t in seeds if mean_nll(t) > limits[lang]]
+        echo(f"SYN013 on the library's {lang} seeds: drops {len(hit)} of {len(seeds)}" +
+             (f", e.g. {hit[0][:90]!r}" if hit else ""))
+        out[f"seed_false_drop_fluency_{lang}"] = round(len(hit) / max(len(seeds), 1), 4)
+    out["fluency_ms"] = round(per_query_s * 1000, 1)
+    return out
 
 
 def main() -> None:
@@ -103,8 +162,11 @@ def main() -> None:
     ap.add_argument("--half", default="report", choices=["report", "tune", "all"])
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/queries-dev"))
     ap.add_argument("--show", default="", help="print the fixture rows a check code drops (e.g. SYN009)")
+    ap.add_argument("--fluency", default="de=5.5", help="SYN013 limits to measure side by side, LANG=NATS,... "
+                    "(validators.query_fluency.MEASURED_LIMITS; '' to skip: it runs the model on every row)")
     args = ap.parse_args()
-    figures = measure(args.half, args.data, args.show)
+    limits = {k: float(v) for k, v in (p.split("=") for p in args.fluency.split(",") if p)}
+    figures = measure(args.half, args.data, args.show, fluency=limits or None)
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 

@@ -16,7 +16,7 @@ from mashbill.specs import ResolvedSpec, find_spec, load_spec
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 SCREEN_CODES = ("SYN001", "SYN002", "SYN003", "SYN004", "SYN005", "SYN006", "SYN007", "SYN008", "SYN009", "SYN010",
-                "SYN011", "SYN012", "LEAK001")
+                "SYN011", "SYN012", "SYN013", "LEAK001")
 DUP_CODES = ("SYN003", "SYN004", "SYN005")
 
 

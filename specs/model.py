@@ -356,7 +356,7 @@ class TrapRule(Strict):
 
 
 class SynthFilters(HashStable):
-    _added_fields: ClassVar[tuple[str, ...]] = ("context", "one_request", "user_voice", "cell_fit")
+    _added_fields: ClassVar[tuple[str, ...]] = ("context", "one_request", "user_voice", "cell_fit", "fluency")
 
     min_chars: int = Field(12, ge=1)
     max_chars: int = Field(400, ge=1)
@@ -370,6 +370,9 @@ class SynthFilters(HashStable):
     one_request: bool = False  # SYN010: drop several requests in one, or a request with an appended answer
     user_voice: bool = False  # SYN011: drop the assistant's voice ("anything else I can help with?")
     cell_fit: bool = False  # SYN012: drop what lacks its cell's evidence (needs `rules:`, whose triggers decide)
+    # SYN013: language -> the most mean surprise (nats per token under the embedded SmolLM2) a query may have;
+    # a language without a limit is not checked (validators.query_fluency)
+    fluency: dict[str, float] = {}
 
 
 class Synthesis(Strict):

@@ -144,9 +144,14 @@ def _short_lookup(rs, f, label):
         return None
     if f.hit("greeting") and f.words <= rs.bounds.short_words:
         return f"short greeting ({f.words} words, '{f.hit('greeting').strip()}') labelled complex"
-    if f.words > rs.bounds.short_lookup_words or not f.hit("factual_opener"):
+    if f.words > rs.bounds.short_lookup_words:
         return None
     if any(f.hit(g) for g in ("analysis", "research", "domain", "code", "not_lookup", "recall", "recall_broad")):
+        return None
+    if f.hit("calculation"):  # moe-complexity@2: a conversion or sum is one tool call, whatever its opener
+        return (f"short calculation, conversion or encoding ({f.words} words, '{f.hit('calculation').strip()}', no "
+                f"analysis, research, domain, code or maths marker) labelled complex")
+    if not f.hit("factual_opener"):
         return None
     return (f"short factual lookup ({f.words} words, opener '{f.hit('factual_opener').strip()}', no analysis, "
             f"research, domain, code, maths or how-to marker) labelled complex")

@@ -22,7 +22,7 @@ from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 from mashbill.validators.rulebase import Checks, RuleEntry
 
-CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup", "greeting")
+CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup", "greeting", "calculation")
 
 
 class Bounds(Strict):
@@ -49,6 +49,7 @@ class Cues(Strict):
     code: list[str] = []
     not_lookup: list[str] = []
     greeting: list[str] = []
+    calculation: list[str] = []  # moe-complexity@2: a short calculation, conversion or encoding request
 
 
 class ComplexityRuleSet(Strict):

@@ -175,6 +175,10 @@ class QueryScreen:
             yield "SYN011", assistant_voice(text)
         if f.cell_fit and cell_type is not None and self.triggers is not None:
             yield "SYN012", cell_fit(text, cell_type, trap, self.triggers.analyze(text))
+        if f.fluency:  # last: it runs the model, the checks above are string work
+            from mashbill.validators.query_fluency import not_fluent
+
+            yield "SYN013", not_fluent(text, lang, f.fluency)
 
     def _shape_first(self, text: str, lang: str) -> tuple[str, str] | None:
         f = self.filters

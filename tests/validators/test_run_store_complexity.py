@@ -40,7 +40,8 @@ def test_spec_mode_applies_the_complexity_rules(tmp_path):
                                     "--no-spans", "--no-expectations"], catch_exceptions=False)
     assert res.exit_code == 1, res.output
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert report["rules"]["rule_set"] == "moe-complexity@1" and report["rejected_records"] == 2
+    assert report["rules"]["rule_set"] == rs.spec.rules.rsplit("/", 1)[-1].removesuffix(".yaml")
+    assert report["rejected_records"] == 2
     for rid, _, _, codes in ROWS:
         got = {c for c, ex in report["examples"].items() for e in ex if e["record"] == rid}
         assert got == codes, (rid, got)

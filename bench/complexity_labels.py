@@ -1,0 +1,167 @@
+"""How right are complexity labels? The teacher, the rules and the reference heuristic on a yardstick labelled by eye.
+
+    .venv/bin/python bench/complexity_labels.py [--spec SPEC.yaml] [--rules FILE ...] [--split report|tune|all]
+                                                [--mode sample|score|calibrated ...] [--limit N] [--show N]
+
+The yardstick is `tests/fixtures/complexity_labels/labels.jsonl` (213 requests: 161 real queries from queries-dev and
+the 52 quick-start requests, labelled by eye with the class definitions in that folder's README; tune/report halves by
+a stable hash). For each teacher mode, on the chosen split:
+- teacher accuracy and per-class confusion (gold -> label counts);
+- for each rule file: the accepted share (no reject verdict) and the precision of what is accepted (accepted and
+  right / accepted), next to the teacher's accuracy on everything;
+- the reference heuristic's accuracy (DOMAIN §6.1 without DeBERTa, from the last rule file's cues).
+
+Teacher modes: `sample` is the spec's own sampled JSON (what `generate` stores); `score` scores each class's JSON answer
+by the teacher's log-probability and takes the best; `calibrated` subtracts the same scores for a content-free request
+("N/A", Zhao et al. 2021) first. The LAST line is machine-readable: one `key=value` per mode and rule file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
+RULES_DIR = ROOT / "specs" / "library" / "shared" / "rules"
+SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@2.yaml"
+CLASSES = ("trivial", "moderate", "complex", "memory_recall")
+
+
+def load_rows(split: str) -> list[dict]:
+    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if split == "all" or r["split"] == split]
+
+
+def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_reject: bool = False
+                       ) -> tuple[int, int]:
+    """(accepted, accepted and right) under rule set `rs` (`flags_reject`: a flag, CPLX006, rejects too)."""
+    from mashbill.validators.complexity import check_complexity
+
+    acc = right = 0
+    for r, label in zip(rows, labels):
+        if label is None:
+            continue
+        if any(v.severity == "reject" or flags_reject for v in check_complexity(rs, r["query"], {"complexity": label})):
+            continue
+        acc += 1
+        right += label == r["label"]
+    return acc, right
+
+
+def sampled_labels(rs_spec, teacher, rows: list[dict]) -> list[str | None]:
+    from mashbill.factory.teachers.base import TeacherRequest
+    from mashbill.specs.prompting import render_prompt
+
+    sampling = rs_spec.spec.teacher.sampling.model_dump()
+    reqs = []
+    for i, r in enumerate(rows):
+        p = render_prompt(rs_spec, {"query": r["query"], "lang": r["lang"], "type": ""}, f"y{i}")
+        reqs.append(TeacherRequest(f"y{i}", p.teacher_messages, rs_spec.output_schema, sampling))
+    out: dict[str, str | None] = {}
+    for res in teacher.generate(reqs):
+        try:
+            label = json.loads(res.text or "").get("complexity")
+        except (ValueError, AttributeError):
+            label = None
+        out[res.request.record_id] = label if label in CLASSES else None
+    return [out[f"y{i}"] for i in range(len(rows))]
+
+
+def scored_labels(rs_spec, teacher, rows: list[dict], calibrated: bool) -> list[str]:
+    """The best class by log-probability (`calibrated`: minus a content-free request's, per prompt variant)."""
+    from mashbill.factory.teachers.label_scores import calibrated_scores, content_free, enum_answers
+    from mashbill.specs.prompting import render_prompt
+
+    answers = enum_answers(rs_spec.output_schema, "complexity")
+    priors: dict[str, dict] = {}
+    out = []
+    for i, r in enumerate(rows):
+        msgs = list(render_prompt(rs_spec, {"query": r["query"], "lang": r["lang"], "type": ""}, f"y{i}")
+                    .teacher_messages)
+        prior = None
+        if calibrated:
+            free = content_free(msgs, "N/A")
+            key = json.dumps(free, sort_keys=True)
+            prior = priors.get(key) or priors.setdefault(key, calibrated_scores(teacher.llm, free, answers, None))
+        s = calibrated_scores(teacher.llm, msgs, answers, prior)
+        out.append(max(s, key=s.get))
+    return out
+
+
+def confusion(rows: list[dict], labels: list[str | None]) -> str:
+    c = Counter((r["label"], lab) for r, lab in zip(rows, labels))
+    parts = []
+    for g in CLASSES:
+        row = " ".join(f"{(p or 'none')[:4]}:{c[(g, p)]}" for p in (*CLASSES, None) if c[(g, p)])
+        if row:
+            parts.append(f"  gold {g:13s} -> {row}")
+    return "\n".join(parts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--spec", type=Path, default=SPEC)
+    ap.add_argument("--rules", type=Path, nargs="+",
+                    default=[RULES_DIR / "moe-complexity@1.yaml", RULES_DIR / "moe-complexity@2.yaml"])
+    ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
+    ap.add_argument("--mode", nargs="+", default=["sample", "score", "calibrated"],
+                    choices=("sample", "score", "calibrated"))
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
+    ap.add_argument("--show", type=int, default=0, help="print up to N wrong accepted labels per mode (tune split!)")
+    args = ap.parse_args()
+
+    from mashbill.factory.teachers import make_teacher
+    from mashbill.specs.loader import load_spec
+    from mashbill.validators.complexity import analyze, heuristic
+    from mashbill.validators.complexity_rules import load_complexity_rules
+
+    rows = load_rows(args.split)[: args.limit]
+    rulesets = [(p.stem, load_complexity_rules(p)) for p in args.rules]
+    rs_spec = load_spec(args.spec)
+    teacher = make_teacher(rs_spec.spec.teacher, threads=args.threads)
+    last: list[str] = []
+    heur = [heuristic(rulesets[-1][1], analyze(rulesets[-1][1], r["query"]))[0] for r in rows]
+    h_acc = sum(h == r["label"] for h, r in zip(heur, rows)) / len(rows)
+    print(f"split={args.split} rows={len(rows)} gold={dict(Counter(r['label'] for r in rows))}")
+    print(f"heuristic accuracy={h_acc:.3f}")
+    last.append(f"heuristic_acc={h_acc:.3f}")
+    try:
+        for mode in args.mode:
+            labels = (sampled_labels(rs_spec, teacher, rows) if mode == "sample"
+                      else scored_labels(rs_spec, teacher, rows, calibrated=mode == "calibrated"))
+            acc = sum(lab == r["label"] for lab, r in zip(labels, rows)) / len(rows)
+            print(f"mode={mode} teacher accuracy={acc:.3f} labels={dict(Counter(labels))}")
+            print(confusion(rows, labels))
+            last.append(f"{mode}_acc={acc:.3f}")
+            for name, rs in rulesets:
+                a, right = accepted_precision(rs, rows, labels)
+                prec = right / a if a else 0.0
+                print(f"  rules={name}: accepted {a}/{len(rows)} ({a / len(rows):.3f}), right {right} "
+                      f"(precision {prec:.3f})")
+                tag = name.replace("moe-complexity@", "r")
+                last.append(f"{mode}_{tag}_accepted={a / len(rows):.3f} {mode}_{tag}_precision={prec:.3f}")
+                if name == rulesets[-1][0]:  # what promoting the heuristic flag (CPLX006) to a reject would do
+                    a, right = accepted_precision(rs, rows, labels, flags_reject=True)
+                    print(f"  rules={name} with CPLX006 as a reject: accepted {a}/{len(rows)}, right {right} "
+                          f"(precision {right / a if a else 0:.3f})")
+                if args.show and name == rulesets[-1][0]:
+                    from mashbill.validators.complexity import check_complexity
+                    shown = 0
+                    for r, lab in zip(rows, labels):
+                        if lab != r["label"] and shown < args.show and not any(
+                                v.severity == "reject" for v in check_complexity(rs, r["query"], {"complexity": lab})):
+                            shown += 1
+                            print(f"    accepted wrong: {lab} (gold {r['label']}) {r['query'][:110]!r}")
+            sys.stdout.flush()
+    finally:
+        teacher.close()
+    print(" ".join(last) + f" rows={len(rows)}")
+
+
+if __name__ == "__main__":
+    main()
