@@ -1,4 +1,5 @@
-"""Category fit for creative writing (FIT001) and search-query text (PLAN009) on real public queries.
+"""Category fit for creative writing (FIT001), translation (FIT002), recall questions (FIT003) and search-query text
+(PLAN009) on real public queries.
 
     .venv/bin/python bench/fit.py [--queries DIR] [--show N]
 
@@ -16,8 +17,16 @@ PLAN009 is measured on plans built from real text: every NQ-open question, CoNaL
 question used as a research task's search_query (a user's own words: none may be rejected), and the same texts'
 content words joined as snake_case and camelCase (each must be rejected).
 
+FIT002 (translation request) and FIT003 (a question about an earlier turn), labels again from the sources:
+- translation requests: the Self-Instruct seed tasks whose task name says translation, and the Duolingo instance
+  that asks "How do you say ... in French" (queries-dev holds no more: recall rests on 3 rows, printed as such);
+- recall: MT-Bench and MT-Bench-DE second turns. They build on the first turn but most do not ask what was said
+  ("Now rewrite it as a limerick"), so their hit rate is a floor, not a recall: printed as `fit003_followup_hits`;
+- false triggers of both: every negative row above (the creative ones excluded), all first turns.
+
 One line per source and per split (tune = even rows of each source, report = odd rows), then the last line over all
-rows: `fit001_recall=R fit001_false_trigger=F plan009_false_reject=X plan009_identifier_recall=Y rows=N`.
+rows: `fit001_recall=R fit001_false_trigger=F plan009_false_reject=X plan009_identifier_recall=Y
+fit002_recall=R2 fit002_false_trigger=F2 fit003_followup_hits=H fit003_false_trigger=F3 rows=N`.
 """
 
 from __future__ import annotations
@@ -76,6 +85,20 @@ def _plain_questions(base: Path) -> dict[str, list[str]]:
         "conala": [r["intent"] for r in conala],
         "xquad_de": [q["question"] for a in xquad["data"] for p in a["paragraphs"] for q in p["qas"]],
     }
+
+
+def translation_rows(base: Path = DEFAULT_DIR) -> list[str]:
+    """Real translation requests, labelled by their source (a task name, an app's instance), never by our triggers."""
+    seeds = [r["instruction"] for r in _jsonl(base / "self_instruct" / "seed_tasks.jsonl") if "translation" in r["name"]]
+    duo = [i["input"] for r in _jsonl(base / "self_instruct" / "user_oriented_instructions.jsonl")
+           if r["motivation_app"] == "Doulingo" for i in r["instances"] if str(i["input"]).lower().startswith("how do you say")]
+    return seeds + duo
+
+
+def followup_rows(base: Path = DEFAULT_DIR) -> list[str]:
+    """MT-Bench (EN, DE) second turns: they build on the first turn (some ask what was said)."""
+    return [r["turns"][1] for folder in ("fastchat_mt_bench", "mt_bench_x_de")
+            for r in _jsonl(base / folder / "question.jsonl") if len(r["turns"]) > 1]
 
 
 _NAMES_FORM = re.compile(r"(?i)\b(?:poem|poet|song|lyrics|story|stories|novel|gedicht|lied|geschichte|roman|märchen)")
@@ -182,10 +205,34 @@ def main() -> None:
           f"triggers {fit_s * 1000 / max(len(data), 1):.3f} ms/query")
     print(f"hard negatives (name a poem, song, story, Geschichte ... without asking for one): "
           f"fired {hard_fired}/{len(hard)}")
+    # FIT002 / FIT003: real translation requests and follow-up turns; false triggers on every non-creative row
+    negatives = [r["query"] for r in data if r["creative"] is False]
+    tr = translation_rows(args.queries)
+    tr_hits = [trig.analyze(t).translation for t in tr]
+    fu = followup_rows(args.queries)
+    fu_hits = sum(trig.analyze(t).recall is not None for t in fu)
+    tr_false, rc_false = [], []
+    for t in negatives:
+        a = trig.analyze(t)
+        if a.translation:
+            tr_false.append(f"{t[:140]!r} -> {a.translation[:60]!r}")
+        if a.recall:
+            rc_false.append(f"{t[:140]!r} -> {a.recall!r}")
+    for kind, lines in (("fit002_miss", [t[:140] for t, h in zip(tr, tr_hits) if not h]),
+                        ("fit002_false", tr_false), ("fit003_false", rc_false)):
+        for ln in lines[:args.show]:
+            print(f"[{kind}] {ln}")
+    print(f"translation requests: fired {sum(map(bool, tr_hits))}/{len(tr)}; MT-Bench second turns with a recall "
+          f"phrase: {fu_hits}/{len(fu)}; negatives: translation fired {len(tr_false)}/{len(negatives)}, "
+          f"recall fired {len(rc_false)}/{len(negatives)}")
     a = stats["all", "recall"], stats["all", "false"], q["all", "false"], q["all", "ident"]
     print(f"fit001_recall={_rate(*a[0]):.4f} fit001_false_trigger={_rate(*a[1]):.4f} "
           f"plan009_false_reject={_rate(*a[2]):.4f} plan009_identifier_recall={_rate(*a[3]):.4f} "
-          f"rows={len(data) + a[2][1]}")
+          f"fit002_recall={_rate(sum(map(bool, tr_hits)), len(tr)):.4f} "
+          f"fit002_false_trigger={_rate(len(tr_false), len(negatives)):.4f} "
+          f"fit003_followup_hits={_rate(fu_hits, len(fu)):.4f} "
+          f"fit003_false_trigger={_rate(len(rc_false), len(negatives)):.4f} "
+          f"rows={len(data) + a[2][1] + len(tr) + len(fu)}")
 
 
 if __name__ == "__main__":

@@ -286,6 +286,16 @@ def _content_hash(p: Path) -> str:
     return h.hexdigest()
 
 
+def _rule_includes(rules: Path, files: dict, file_paths: dict) -> None:
+    """A file the rule set reads besides itself (`recall_request.cues`, relative to the rule set) is part of the
+    spec's content: hashed and shipped like the rule set (the rule set's own loader checks it)."""
+    data, _ = load_yaml(rules)
+    rel = ((data or {}).get("recall_request") or {}).get("cues") if isinstance(data, dict) else None
+    if isinstance(rel, str) and (p := (rules.parent / rel).resolve()).is_file():
+        files["rules.recall_cues"] = sha256_bytes(p.read_bytes())
+        file_paths["rules.recall_cues"] = p
+
+
 def load_spec(path: str | Path) -> ResolvedSpec:
     path = Path(path).resolve()
     spec, lines = load_model(path, Spec)
@@ -311,7 +321,7 @@ def load_spec(path: str | Path) -> ResolvedSpec:
     catalog = load_catalog(ref("tools", spec.tools.file, ("tools", "file"))) if spec.tools else None
     schema = load_output_schema(ref("output_schema", spec.output_schema, ("output_schema",)), path, lines)
     if spec.rules:
-        ref("rules", spec.rules, ("rules",))
+        _rule_includes(ref("rules", spec.rules, ("rules",)), files, file_paths)
     template = spec.trainer_profile.chat_template
     if template and template.endswith((".jinja", ".j2")):
         ref("chat_template", template, ("trainer_profile", "chat_template"))

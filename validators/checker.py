@@ -21,12 +21,13 @@ from typing import Any, Callable
 from mashbill.factory.records import Verdict
 from mashbill.validators.drift import WorkedExample, worked_examples
 from mashbill.validators.plans import Shown
-from mashbill.validators.complexity_rules import load_rules
+from mashbill.validators.ruleset import load_rules
 from mashbill.validators.ruleset import RuleSet
 
 STAGE = "validate"
 # rules that need something a record may lack: rule id -> what it needs
-_NEEDS = {"category-shown": "taxonomy", "creative-fit": "taxonomy", "tool-args": "catalog", "no-parroting": "examples"}
+_NEEDS = {"category-shown": "taxonomy", "creative-fit": "taxonomy", "translation-fit": "taxonomy",
+          "memory-fit": "taxonomy", "tool-args": "catalog", "no-parroting": "examples"}
 _WHY = {"taxonomy": "no taxonomy shown (record metadata, --spec or a category block in the system prompt)",
         "catalog": "no tool catalog (pass --spec)", "examples": "no worked examples in the prompt",
         "plan": "the target is not a JSON plan"}

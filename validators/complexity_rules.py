@@ -20,7 +20,7 @@ from mashbill.factory.codes import COMPLEXITY_RULE_IDS
 from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
-from mashbill.validators.ruleset import Checks, RuleEntry
+from mashbill.validators.rulebase import Checks, RuleEntry
 
 CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup", "greeting", "calculation")
 
@@ -131,20 +131,3 @@ def load_complexity_rules(path: str | Path) -> ComplexityRuleSet:
         raise SpecError(str(p), "rule set file not found")
     st = p.stat()
     return _load_cached(str(p), st.st_mtime_ns, st.st_size)
-
-
-def load_rules(path: str | Path):
-    """The rule set a spec's ``rules:`` (or ``--rules``) names: a complexity rule set when the file declares
-    ``kind: complexity``, else a routing rule set (``ruleset.load_ruleset``)."""
-    from mashbill.validators.ruleset import load_ruleset
-
-    return load_complexity_rules(path) if is_complexity_file(path) else load_ruleset(path)
-
-
-def is_complexity_file(path: str | Path) -> bool:
-    """Whether a rule set file declares ``kind: complexity`` (a top-level line; the routing rule set has none)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return any(re.match(r"kind:\s*['\"]?complexity\b", line) for line in f)
-    except (OSError, UnicodeDecodeError):
-        return False

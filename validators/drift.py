@@ -8,7 +8,9 @@
 - ``unrelated``: a task that shares no content word with the query (research "translate" for a valuation question).
 
 Words are compared by a short prefix (``stem``), so "Verkehrswert"/"Verkehrswertes" and "calculate"/"calculation"
-meet; numbers are content. The thresholds are in the rule set's ``drift:`` section.
+meet; numbers are content. The thresholds are in the rule set's ``drift:`` section. ``unrelated`` with
+``match="stem"`` (moe-routing@4) compares whole words less an inflection or derivation suffix (``root``) instead: the
+5-letter prefix made "relation" meet "Relativitätstheorie" and passed a drifted task.
 """
 
 from __future__ import annotations
@@ -148,7 +150,55 @@ def parroted(query: str, task, examples: tuple[WorkedExample, ...], share: float
     return None
 
 
-def unrelated(query: str, task, min_shared: int, words=content, query_words=None) -> bool:
+# longest first; a root keeps at least 4 letters ("möwe" stays, "möwen" -> "möwe")
+_SUFFIXES = sorted(set("""
+s es ed ing ings er ers ly e ion ions ation ations ity ities ment ments al ness ive ives ic ics ical
+en em ern ung ungen lich liche lichen isch ische ischen heit keit
+""".split()), key=len, reverse=True)
+_ROOT_MIN = 4
+_PREFIX_MIN = 6  # a root this long also meets a word it begins (a compound: "relativ" in "relativitätstheorie")
+
+
+def root(word: str) -> str:
+    """A word less one inflection or derivation suffix (numbers stay whole)."""
+    if word[0].isdigit():
+        return word.replace(".", "").replace(",", "")
+    for suf in _SUFFIXES:
+        if word.endswith(suf) and len(word) - len(suf) >= _ROOT_MIN:
+            return word[:-len(suf)]
+    return word
+
+
+# words of a request that name no topic: a task made of them ("What should I check?") has lost the query's subject
+_GENERIC = frozenset("""
+check help need needs want know should happen happens problem issue thing things something anything question answer
+look please fix work works working way ways good best right wrong next first start short brief long simple
+prüfe prüfen überprüfe hilf hilfe brauche brauchst soll sollte sollen wissen weiß problem frage antwort etwas
+kurz kurze kurzen kurzer kurzes lang lange langen einfach einfache
+""".split())
+
+
+def roots(text: str) -> frozenset[str]:
+    """The content words of a text as roots (``root``), lower-cased; generic request words left out."""
+    low = text.lower()
+    if "result_of" in low:
+        low = PLACEHOLDER.sub(" ", low)
+    return frozenset(root(w) for w in set(_TOKEN.findall(low)) - _STOP - _GENERIC)
+
+
+def _meet(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= _PREFIX_MIN and not short[0].isdigit() and long_.startswith(short)
+
+
+def shared_roots(task_roots: frozenset[str], query_roots: frozenset[str]) -> set[str]:
+    """The task's roots that meet a query root: equal, or a long root that begins the other word."""
+    return {r for r in task_roots if r in query_roots or any(_meet(r, q) for q in query_roots)}
+
+
+def unrelated(query: str, task, min_shared: int, words=content, query_words=None, match: str = "prefix") -> bool:
     """True when the task (text, search query, domain, tool arguments) shares fewer than min_shared content words
     with the query. A first pass looks the task's words up in the query's text; only a task failing it is compared
     word by word."""
@@ -158,6 +208,13 @@ def unrelated(query: str, task, min_shared: int, words=content, query_words=None
     args = task.get("mcp_args")
     if args is not None:
         parts.append(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+    if match == "stem":
+        found = frozenset().union(*(roots(p) for p in parts)) if parts else frozenset()
+        if not parts:
+            return False  # no text at all: task-text reports it
+        query_roots = roots(query)
+        # a task of generic words only ("What should I check?") keeps nothing of a query that has a subject
+        return len(shared_roots(found, query_roots)) < min_shared if found else bool(query_roots)
     low = query.lower()
     shared = set()
     for p in parts:  # a cheap first pass: the task's words, one by one, looked up in the query's text

@@ -33,7 +33,7 @@ from mashbill.specs import ResolvedSpec
 from mashbill.validators.dedup import normalize, shingles
 from mashbill.validators.leakage import HoldoutItem, leakage, load_holdout
 from mashbill.validators.query_quality import assistant_voice, cell_fit, needs_context, several_requests
-from mashbill.validators.ruleset import DedupConfig, LeakageConfig
+from mashbill.validators.rulebase import DedupConfig, LeakageConfig
 
 @lru_cache(maxsize=1)
 def _identifier():

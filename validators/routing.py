@@ -321,14 +321,55 @@ def niche_dynamic(ctx: RuleContext) -> list[str]:
     return [f"niche field ('{ctx.triggers.niche}') without a dynamic task"]
 
 
-@rule("creative-fit")
-def creative_fit(ctx: RuleContext) -> list[str]:
-    term, cat = ctx.triggers.creative, ctx.cats.creative
+def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: bool = False) -> list[str]:
+    """A request of one kind (its trigger words `term`) needs a task of category `cat` when `cat` was shown. With
+    `no_search`, where `cat` was not shown, the plan still needs a task that can answer (not only research and
+    precision tools): a web search neither translates a text nor recalls this conversation."""
     # without the taxonomy shown for the record the rule cannot know the name to expect (the checker reports the skip)
-    if not term or ctx.shown.names is None or not ctx.shown.shows(cat) or ctx.plan.with_category(cat):
+    if not term or ctx.shown.names is None or ctx.plan.with_category(cat):
+        return []
+    if not ctx.shown.shows(cat):
+        lookup = {ctx.cats.research, ctx.cats.precision}
+        if no_search and ctx.plan.tasks and all(t.canonical in lookup for t in ctx.plan.tasks):
+            return [f"{what} ('{term}') is planned as {' and '.join(sorted({t.canonical for t in ctx.plan.tasks}))} "
+                    f"only ({cat} was not shown: a general task answers it)"]
         return []
     names = [n for n, c in ctx.shown.renamed.items() if c == cat and n in ctx.shown.names]
-    return [f"a creative-writing request ('{term}') has no {names[0] if names else cat} task"]
+    return [f"{what} ('{term}') has no {names[0] if names else cat} task"]
+
+
+@rule("creative-fit")
+def creative_fit(ctx: RuleContext) -> list[str]:
+    return _fit(ctx, ctx.triggers.creative, ctx.cats.creative, "a creative-writing request")
+
+
+@rule("translation-fit")
+def translation_fit(ctx: RuleContext) -> list[str]:
+    return _fit(ctx, ctx.triggers.translation, ctx.cats.translation, "a translation request", no_search=True)
+
+
+@rule("memory-fit")
+def memory_fit(ctx: RuleContext) -> list[str]:
+    return _fit(ctx, ctx.triggers.recall, ctx.cats.memory, "a question about an earlier turn", no_search=True)
+
+
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+@rule("duplicate-tasks")
+def duplicate_tasks(ctx: RuleContext) -> list[str]:
+    seen: dict[str, PlanTask] = {}
+    out = []
+    for t in ctx.plan.tasks:
+        text = t.get("task") if t.is_dict else None
+        key = " ".join(_NOT_WORD.sub(" ", text.casefold()).split()) if isinstance(text, str) else ""
+        if not key:
+            continue  # no text: task-text reports it
+        if key in seen:
+            out.append(f"{_label(t)} repeats {_label(seen[key])}: {text.strip()!r}")
+        else:
+            seen[key] = t
+    return out
 
 
 # ---------------------------------------------------------------- argument fidelity (validators/fidelity.py)
@@ -418,7 +459,8 @@ def no_drift(ctx: RuleContext) -> list[str]:
     for t in ctx.plan.tasks:
         if not t.is_dict or t.depends_on or PLACEHOLDER.search(str(t.get("task") or "")):
             continue  # a task building on an earlier result is about that result
-        if drift.unrelated(ctx.query, t, ctx.rs.drift.min_shared, ctx.words, lambda: ctx.query_words):
+        if drift.unrelated(ctx.query, t, ctx.rs.drift.min_shared, ctx.words, lambda: ctx.query_words,
+                           ctx.rs.drift.match):
             out.append(f"{_label(t)} shares no content with the query")
     return out
 

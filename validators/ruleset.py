@@ -1,4 +1,4 @@
-"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@3.yaml``).
+"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@4.yaml``).
 
 The file is data: codes, severities, bounds, trigger patterns. It is loaded with ``yaml.safe_load`` into the
 pydantic models below (unknown keys are rejected) and every pattern is compiled up front, so a bad regex is a
@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from mashbill.errors import SpecError
 from mashbill.factory.codes import RULE_IDS
@@ -21,9 +21,9 @@ from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
+from mashbill.validators.rulebase import Checks, RuleEntry
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@3.yaml"
-CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@4.yaml"
 
 
 class TaskCount(Strict):
@@ -38,14 +38,8 @@ class CategoryNames(Strict):
     legal_advisor: str = "legal_advisor"
     code: list[str] = ["code_reviewer", "agentic_coder"]
     creative: str = "creative_writer"
-
-
-class RuleEntry(Strict):
-    id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
-    code: str = Field(pattern=CODE_RE)
-    severity: Literal["reject", "penalty", "flag"]
-    description: str = ""
-    enabled: bool = True
+    translation: str = "translation"
+    memory: str = "memory_recall"
 
 
 class Mask(Strict):
@@ -90,44 +84,21 @@ class ResearchBeforeCode(Strict):
 
 
 class CreativeRequest(Strict):
-    """An unmistakable creative-writing request (write a poem, a story, song lyrics...): creative-fit (FIT001)
-    wants a creative task for it. Evaluated like an intent's triggers, on the masked query."""
+    """An unmistakable request of one kind: creative writing (creative-fit, FIT001) or a translation (translation-fit,
+    FIT002), which wants a task of that category. Evaluated like an intent's triggers, on the masked query."""
     triggers: list[Trigger] = Field(min_length=1)
+
+
+class RecallRequest(Strict):
+    """A question about an earlier turn of the conversation (memory-fit, FIT003). The phrases are the complexity rule
+    set's `recall` cues, read from that file (a path relative to this one), so one list serves both rule sets."""
+    cues: str
 
 
 class SearchQuery(Strict):
     """What a research task's search_query must not look like (search-query-text, PLAN009). The patterns are
     matched case-sensitively against the whole stripped query: camelCase is only visible in the case."""
     identifier: list[str] = Field(min_length=1)
-
-
-class DedupConfig(Strict):
-    field: Literal["query", "prompt", "example"] = "query"
-    exact_code: str = Field("DUP001", pattern=CODE_RE)
-    exact_severity: Literal["reject", "penalty", "flag"] = "reject"
-    near_code: str = Field("DUP002", pattern=CODE_RE)
-    near_severity: Literal["reject", "penalty", "flag"] = "penalty"
-    shingle: int = Field(5, ge=1, le=16)
-    num_perm: int = Field(128, ge=16, le=1024)
-    bands: int = Field(16, ge=1)
-    threshold: float = Field(0.8, gt=0, le=1)
-
-    @model_validator(mode="after")
-    def _bands_divide(self):
-        if self.num_perm % self.bands:
-            raise ValueError(f"num_perm ({self.num_perm}) must be a multiple of bands ({self.bands})")
-        return self
-
-
-class LeakageConfig(Strict):
-    code: str = Field("LEAK001", pattern=CODE_RE)
-    severity: Literal["reject", "penalty", "flag"] = "reject"
-    threshold: float = Field(0.7, gt=0, le=1)
-
-
-class PiiConfig(Strict):
-    redact: bool = False
-    severity: Literal["reject", "penalty", "flag"] = "flag"
 
 
 class Fidelity(Strict):
@@ -147,12 +118,8 @@ class Drift(Strict):
     parrot_share: float = Field(0.6, gt=0, le=1)  # share of an example task's words copied without being in the query
     example_relevant: float = Field(0.3, gt=0, le=1)  # query/example-request similarity at which copying is fine
     min_shared: int = Field(1, ge=1)  # content words a task must share with the query
-
-
-class Checks(Strict):
-    dedup: DedupConfig = DedupConfig()
-    leakage: LeakageConfig = LeakageConfig()
-    pii: PiiConfig = PiiConfig()
+    # how words meet: "prefix" (their first 5 letters, moe-routing@2-3) or "stem" (whole words less a suffix, @4)
+    match: Literal["prefix", "stem"] = "prefix"
 
 
 class RuleSet(Strict):
@@ -172,10 +139,17 @@ class RuleSet(Strict):
     legal: LegalSpec | None = None
     research_before_code: ResearchBeforeCode | None = None
     creative_request: CreativeRequest | None = None
+    translation_request: CreativeRequest | None = None
+    recall_request: RecallRequest | None = None
     search_query: SearchQuery | None = None
     fidelity: Fidelity = Fidelity()
     drift: Drift = Drift()
     checks: Checks = Checks()
+    _recall: tuple[str, ...] = PrivateAttr(default=())  # recall_request's patterns, read at load time
+
+    @property
+    def recall_patterns(self) -> tuple[str, ...]:
+        return self._recall
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -200,12 +174,14 @@ class RuleSet(Strict):
                     if other not in self.intents or other == name:
                         raise ValueError(f"intent '{name}' yields to unknown intent '{other}'")
         trigger_levels(self)  # refuses a yields_to cycle
-        for t in (self.creative_request.triggers if self.creative_request else []):
-            for c in t.all + t.none:
-                if c not in known:
-                    raise ValueError(f"creative_request refers to unknown context '{c}'")
-            if t.yields_to:
-                raise ValueError("creative_request triggers cannot yield to intents")
+        for section in ("creative_request", "translation_request"):
+            req = getattr(self, section)
+            for t in (req.triggers if req else []):
+                for c in t.all + t.none:
+                    if c not in known:
+                        raise ValueError(f"{section} refers to unknown context '{c}'")
+                if t.yields_to:
+                    raise ValueError(f"{section} triggers cannot yield to intents")
         if self.research_before_code:
             for c in self.research_before_code.needs:
                 if c not in known:
@@ -269,9 +245,11 @@ def _check_patterns(rs: RuleSet, path: Path, lines) -> None:
     if rs.research_before_code:
         for j, p in enumerate(rs.research_before_code.domain):
             _compile(p, "research_before_code domain", path, lines, ("research_before_code", "domain", j))
-    for ti, t in enumerate(rs.creative_request.triggers if rs.creative_request else []):
-        for j, p in enumerate(t.any):
-            _compile(p, "creative_request", path, lines, ("creative_request", "triggers", ti, "any", j))
+    for section in ("creative_request", "translation_request"):
+        req = getattr(rs, section)
+        for ti, t in enumerate(req.triggers if req else []):
+            for j, p in enumerate(t.any):
+                _compile(p, section, path, lines, (section, "triggers", ti, "any", j))
     for j, p in enumerate(rs.search_query.identifier if rs.search_query else []):
         _compile(p, "search_query identifier", path, lines, ("search_query", "identifier", j), flags=0)
 
@@ -287,7 +265,21 @@ def _load_cached(path: str, mtime_ns: int, size: int) -> RuleSet:
     rs, lines = load_model(p, RuleSet)
     _check_patterns(rs, p, lines)
     _check_rule_ids(rs, p, lines)
+    if rs.recall_request:
+        rs._recall = _recall_cues(rs.recall_request.cues, p, lines)
     return rs
+
+
+def _recall_cues(rel: str, path: Path, lines) -> tuple[str, ...]:
+    """The `recall` cues of the complexity rule set that recall_request names (loaded and checked by its own loader)."""
+    from mashbill.validators.complexity_rules import load_complexity_rules  # it imports this module
+
+    cue_file = (path.parent / rel).resolve()
+    if not cue_file.is_file():
+        raise SpecError(str(path), f"recall_request.cues names no file: {rel} (looked at {cue_file})",
+                        line=line_for(lines, ("recall_request", "cues")), field="recall_request.cues")
+    return tuple(load_complexity_rules(cue_file).cues.recall)
+
 
 
 def _check_rule_ids(rs: RuleSet, path: Path, lines) -> None:
@@ -307,3 +299,22 @@ def load_ruleset(path: str | Path = DEFAULT_RULES) -> RuleSet:
         raise SpecError(str(p), "rule set file not found")
     st = p.stat()
     return _load_cached(str(p), st.st_mtime_ns, st.st_size)
+
+
+def load_rules(path: str | Path):
+    """The rule set a spec's ``rules:`` (or ``--rules``) names: a complexity rule set when the file declares
+    ``kind: complexity`` (``complexity_rules.load_complexity_rules``), else a routing rule set (``load_ruleset``)."""
+    if is_complexity_file(path):
+        from mashbill.validators.complexity_rules import load_complexity_rules  # it imports this module
+
+        return load_complexity_rules(path)
+    return load_ruleset(path)
+
+
+def is_complexity_file(path: str | Path) -> bool:
+    """Whether a rule set file declares ``kind: complexity`` (a top-level line; the routing rule set has none)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return any(re.match(r"kind:\s*['\"]?complexity\b", line) for line in f)
+    except (OSError, UnicodeDecodeError):
+        return False

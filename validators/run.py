@@ -20,7 +20,7 @@ from mashbill.factory.records import Verdict
 from mashbill.validators.errors import ValidationInputError
 from mashbill.specs.model import TrainerProfile
 from mashbill.validators.inputs import Row, guess_lang, read_rows
-from mashbill.validators.ruleset import DEFAULT_RULES, RuleSet, load_ruleset
+from mashbill.validators.ruleset import DEFAULT_RULES, RuleSet, load_rules, load_ruleset
 
 log = logging.getLogger(__name__)
 
@@ -385,8 +385,6 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
                                    f"(hash {rs.hash[:12]}) in {store.root}{hint}")
     report = Report(f"{rs.ref} in {store.root}", rs.spec.kind)
     if opts.rules is None and rs.spec.rules:
-        from mashbill.validators.complexity_rules import load_rules
-
         opts.rules = load_rules(rs.file_paths["rules"])  # a routing or a complexity rule set
     checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
     rows, eval_rows = [], []

@@ -121,6 +121,8 @@ class QueryTriggers:
     impl: str | None = None  # the implementation-domain term when RESEARCH-BEFORE-CODE applies
     niche: str | None = None
     creative: str | None = None  # the words of an unmistakable creative-writing request (creative-fit)
+    translation: str | None = None  # ... of an unmistakable translation request (translation-fit)
+    recall: str | None = None  # ... of a question about an earlier turn (memory-fit)
 
     @property
     def precision(self) -> bool:
@@ -155,12 +157,19 @@ class Triggers:
         rbc = rs.research_before_code
         self.impl = _alt(rbc.domain) if rbc else None
         self.impl_needs = tuple(rbc.needs) if rbc else ()
-        cr = rs.creative_request
-        self.creative = [(_alt(t.any), tuple(t.all), tuple(t.none),
-                          re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
-                         for t in (cr.triggers if cr else [])]
+        self.creative = self._request(rs.creative_request)
+        self.translation = self._request(rs.translation_request)
+        # the complexity rule set's recall cues, compiled as that rule set compiles them (\b, ^ at a line start)
+        self.recall = (re.compile("|".join(f"(?:{p})" for p in rs.recall_patterns), re.I | re.M)
+                       if rs.recall_patterns else None)
         # case-sensitive: camelCase is only visible in the case
         self.identifier = [re.compile(p) for p in (rs.search_query.identifier if rs.search_query else [])]
+
+    @staticmethod
+    def _request(req) -> list:
+        return [(_alt(t.any), tuple(t.all), tuple(t.none),
+                 re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
+                for t in (req.triggers if req else [])]
 
     def run_together(self, text: str, query: str) -> bool:
         """Is a search query one run-together identifier (capital_of_canada, capitalOfCanada) that the user's query
@@ -252,15 +261,18 @@ class Triggers:
             m = self.contexts["niche_domain"].search(masked)
             niche = m.group(0) if m else None
             memo["niche_domain"] = m is not None
-        creative = None
-        for rx, need, forbid, req in self.creative:
-            if (req is None or req.search(masked)) and all(has(c) for c in need):
-                m = rx.search(masked)
-                if m and not any(has(c) for c in forbid):
-                    creative = m.group(0).strip()
-                    break
+        def request(triggers) -> str | None:
+            for rx, need, forbid, req in triggers:
+                if (req is None or req.search(masked)) and all(has(c) for c in need):
+                    m = rx.search(masked)
+                    if m and not any(has(c) for c in forbid):
+                        return m.group(0).strip()
+            return None
+
+        creative, translation = request(self.creative), request(self.translation)
+        m = self.recall.search(query) if self.recall is not None else None
         return QueryTriggers(query, masked, frozenset(k for k, v in memo.items() if v), intents, evidence,
-                             tuple(cites), impl, niche, creative)
+                             tuple(cites), impl, niche, creative, translation, m.group(0) if m else None)
 
 
 _CACHE: dict[int, tuple[RuleSet, Triggers]] = {}

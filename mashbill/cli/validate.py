@@ -34,7 +34,7 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
               help="File mode: the eval split (same format); training rows must not leak into it.")
 @click.option("--rules", "rules_file", type=click.Path(dir_okay=False), help="Rule set file: routing, or complexity "
                                                                               "(kind: complexity; default: the spec's, "
-                                                                              "else moe-routing@3).")
+                                                                              "else moe-routing@4).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here.")
 @click.option("--redact-to", type=click.Path(dir_okay=False),
               help="File mode: also write a copy with e-mails, phone numbers, IBANs and names replaced.")
@@ -77,7 +77,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
                    expectations=not no_expectations, holdout=list(holdout), eval_files=list(eval_files),
                    progress=progress)
     if rules_file:
-        from mashbill.validators.complexity_rules import load_rules
+        from mashbill.validators.ruleset import load_rules
 
         opts.rules = load_rules(rules_file)
     file_mode = fmt is not None or (Path(target).suffix in (".jsonl", ".json") and Path(target).is_file())
@@ -94,7 +94,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
             opts.base_dir = rs.path.parent
             opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
             if opts.rules is None and "rules" in rs.file_paths:
-                from mashbill.validators.complexity_rules import load_rules
+                from mashbill.validators.ruleset import load_rules
 
                 opts.rules = load_rules(rs.file_paths["rules"])
         if not no_spans:

@@ -51,7 +51,7 @@ def test_quickstart_complexity_labels_it_accepts_pass_the_complexity_rules(quick
     another label than memory_recall (the reference's override; SmolLM2-135M labels them complex)."""
     from mashbill.specs import find_spec, load_spec
     from mashbill.validators.complexity import analyze, check_complexity
-    from mashbill.validators.complexity_rules import load_rules
+    from mashbill.validators.ruleset import load_rules
 
     folder, _ = quickstart
     rs = load_spec(find_spec("quickstart-complexity"))
@@ -74,3 +74,32 @@ def test_quickstart_refuses_a_bad_option_before_any_work(tmp_path):
     res = invoke("quickstart", "--threads", "0", env={"MASHBILL_STORE": str(tmp_path / "qs")})
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and "--threads" in res.stderr, res.output
     assert not (tmp_path / "qs").exists()
+
+
+def test_quickstart_plans_it_accepts_fit_the_request(quickstart):
+    """Accepted must mean right (moe-routing@4): the quick start plans with the latest quickstart-plan, and no accepted
+    plan of a translation request or a recall question lacks the category it needs when that category was shown, nor
+    repeats a task. Under @3, 5 of 10 accepted plans were wrong by eye (README, "Plan yield of the quick start")."""
+    from mashbill.specs import find_spec, load_spec
+    from mashbill.validators.checker import RecordChecker
+    from mashbill.validators.ruleset import load_rules
+    from mashbill.validators.triggers import triggers_for
+
+    folder, _ = quickstart
+    rs = load_spec(find_spec("quickstart-plan"))
+    rules = load_rules(rs.file_paths["rules"])
+    assert rs.spec.version >= 4 and rules.version >= 4
+    trig = triggers_for(rules)
+    checker = RecordChecker.for_spec(rs)
+    with Store.open(folder / "mashbill-data", read_only=True) as store:
+        records = store.records(spec_hash=rs.hash, status=None)
+    assert len(records) == 52
+    kinds = {"translation": 0, "recall": 0}
+    for rec in records:
+        t = trig.analyze(rec.input["query"])
+        kinds["translation"] += bool(t.translation)
+        kinds["recall"] += bool(t.recall)
+        if rec.status == "accepted":
+            codes = {v.code for v in checker.check(rec.input, rec.output, rec.meta) if v.severity == "reject"}
+            assert not codes, (rec.input["query"], codes)
+    assert kinds == {"translation": 2, "recall": 2}  # the quick start's two translation and two recall requests

@@ -1,6 +1,6 @@
 """A small plan library and stores of validated records, written the way generate + validate write them.
 
-The plans are hand-written to pass the real routing rules (shared/rules/moe-routing@3.yaml); the
+The plans are hand-written to pass the real routing rules (shared/rules/moe-routing@4.yaml); the
 validation marks come from Store.record_validation, exactly as `mashbill validate` stores them.
 """
 
@@ -103,7 +103,7 @@ def spec_yaml(name: str, *, kind: str = "plan", curation: dict | None = None, ex
         "taxonomy": {"file": "../shared/taxonomy/moe-experts@1.yaml", "variation": False},
         "tools": {"file": "../shared/tools/precision-tools@2.yaml"},
         "output_schema": "../shared/schemas/plan@1.json",
-        "rules": "../shared/rules/moe-routing@3.yaml",
+        "rules": "../shared/rules/moe-routing@4.yaml",
         "teacher": {"sampling": {"temperature": 0.2, "max_tokens": 160}},
         "trainer_profile": {"tokenizer": "embedded:smollm2-135m-instruct", "max_seq_len": 1024},
     }

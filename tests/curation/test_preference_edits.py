@@ -42,15 +42,17 @@ def test_new_edits_break_exactly_their_rule_and_nothing_else(lib, tmp_path):
     # the four research-before-code plans lose their research task's query
     assert sorted(changed["drop-search-query"]) == [("research", "research", ["search_query"])] * 4
     # this spec shows the fixed taxonomy: the unshown names are the renames of the shown experts. Renaming the
-    # creative expert of a poem request also breaks creative-fit (FIT001, moe-routing@3): not minimal, no pair.
+    # creative expert of a poem request also breaks creative-fit (FIT001, moe-routing@3), and renaming the
+    # translation expert of a translation request breaks translation-fit (FIT002, @4): not minimal, no pair.
     assert sorted((a, b) for a, b, _ in changed["unshown-category"]) == [("medical_consult", "medical_advisor")] + [
-        ("technical_support", "it_support")] * 2 + [("translation", "translator")] * 2
+        ("technical_support", "it_support")] * 2
     # research -> web_researcher in a research-before-code plan also drops its research task (HR006), and the
-    # creative rename breaks FIT001: refused as not minimal
+    # creative and translation renames break FIT001 and FIT002: refused as not minimal
     rejects = [r for r in pq.read_table(res.path / "rejects.parquet").to_pylist() if r["stage"] == "preference"]
     assert all(r["codes"] == ["PREF004"] for r in rejects)
     assert sum("HR006" in r["detail"] for r in rejects) == 4 and sum("FIT001" in r["detail"] for r in rejects) == 2
-    assert len(rejects) == 6
+    assert sum("FIT002" in r["detail"] for r in rejects) == 2
+    assert len(rejects) == 8
     assert res.manifest["preference"]["edits"] == ["drop-search-query", "unshown-category"]
 
 

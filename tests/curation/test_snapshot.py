@@ -41,7 +41,8 @@ def test_freeze_writes_a_complete_verifiable_snapshot(plan_store):
     assert res.path == store / "snapshots" / "plans@1"
     assert set(m["files"]) == set(_files(res.path)) - {"manifest.json"}
     assert {"data/train.parquet", "data/eval.parquet", "data/test.parquet", "rejects.parquet", "README.md",
-            "stats.json", "specs/plan/plan-t@1.yaml", "specs/shared/rules/moe-routing@3.yaml",
+            "stats.json", "specs/plan/plan-t@1.yaml", "specs/shared/rules/moe-routing@4.yaml",
+            "specs/shared/rules/moe-complexity@1.yaml",  # the recall cues moe-routing@4 reads ship with it
             "specs/shared/taxonomy/moe-experts@1.yaml", "specs/shared/tools/precision-tools@2.yaml",
             "specs/shared/schemas/plan@1.json", "specs/shared/prompts/planner@1.yaml"} <= set(m["files"])
     # 26 records: one parse failure and one validation reject are left out, with their codes

@@ -13,7 +13,8 @@ from mashbill.cli import main
 from mashbill.errors import SpecError
 from mashbill.specs import find_spec, load_spec, render_prompt
 from mashbill.specs.loader import LIBRARY
-from mashbill.validators.complexity_rules import load_complexity_rules, load_rules
+from mashbill.validators.complexity_rules import load_complexity_rules
+from mashbill.validators.ruleset import load_rules
 
 RULES_FILE = LIBRARY / "shared" / "rules" / "moe-complexity@1.yaml"
 

@@ -20,14 +20,17 @@ def _variant(tmp_path, old: str, new: str):
 
 
 @pytest.mark.parametrize("old,new,field,says", [
-    ("  - id: precision-first\n", "  - id: precision-frist\n", "rules.9.id", "unknown rule id 'precision-frist' "
-                                                                            "(did you mean 'precision-first'?)"),
+    ("  - id: precision-first\n", "  - id: precision-frist\n", "rules.10.id", "unknown rule id 'precision-frist' "
+                                                                             "(did you mean 'precision-first'?)"),
     ("  parrot_share: 0.6\n", "  parrot_share: 1.6\n", "drift.parrot_share", "less than or equal to 1"),
     ("  threshold: 0.7\n", "  threshold: -0.7\n", "checks.leakage.threshold", "greater than 0"),
     ("  calc_cue:\n", "  calc_cue:\n    - '(?<!\\w)(unclosed'\n", "contexts.calc_cue.0", "invalid regular expression"),
     ("        - '(?<!\\w)(?:write|compose", "        - '[unclosed'\n        - '(?<!\\w)(?:write|compose",
      "creative_request.triggers.0.any.0", "invalid regular expression"),
     ("    - '(?=\\w*", "    - '(?P<x'\n    - '(?=\\w*", "search_query.identifier.0", "invalid regular expression"),
+    ("        - '(?<!\\w)(?:translate|", "        - '(?:x'\n        - '(?<!\\w)(?:translate|",
+     "translation_request.triggers.0.any.0", "invalid regular expression"),
+    ("  cues: moe-complexity@1.yaml\n", "  cues: moe-complexity@9.yaml\n", "recall_request.cues", "names no file"),
 ])
 def test_bad_rule_set_is_one_line_with_file_line_and_field(tmp_path, old, new, field, says):
     p, line = _variant(tmp_path, old, new)
