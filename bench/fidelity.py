@@ -9,7 +9,9 @@
 2. copy_drift_false_reject: the planner prompt's own worked examples, each plan against its own request, and plans
    whose task restates a real query (MT-Bench EN/DE, NQ-open, Self-Instruct, CoNaLa, XQuAD-DE, GSM8K, MGSM-DE)
    checked with COPY001/DRIFT001. parrot_detect: the same real queries answered with a random worked example's plan
-   (a parroting teacher); the share the two rules catch.
+   (a parroting teacher); the share the two rules catch. echo_false_reject: those plans flagged by COPY002 (moe-routing@4,
+   the instruction lines of planner@2); echo_misattributed: another real query as the task (drift, not an echo)
+   flagged as an echo; echo_detect: a random instruction line of the prompt as the task, the share COPY002 catches.
 3. leak_false_hit: the dev queries split into two disjoint thirds per source, one as training records and one as
    holdout; every LEAK001 is a false hit unless the sources repeat a query (examples are printed).
    leak_recall: holdout queries with a suffix, a prefix or moved punctuation, as training records.
@@ -161,6 +163,30 @@ def main() -> None:
     print(f"2. plans that follow their query: {len(ok_plans)}, with COPY001/DRIFT001: {cd_bad} {cd_examples[:5]}; "
           f"parroted example plans caught: {parrot_caught}/{parrot_total}")
 
+    # 2b. no prompt echo (COPY002, moe-routing@4): the quick start's planner prompt's own lines as tasks
+    import yaml
+
+    from mashbill.validators.drift import instruction_lines
+
+    planner = yaml.safe_load((LIBRARY / "shared" / "prompts" / "planner@2.yaml").read_text(encoding="utf-8"))
+    lines = instruction_lines(*planner["framings"].values(), *planner["blocks"].values())
+    echo_rs = load_ruleset(LIBRARY / "shared" / "rules" / "moe-routing@4.yaml")
+
+    def echo(q, plan):
+        return any(v.code == "COPY002" for v in check_plan(echo_rs, q, plan, shown, catalog, instructions=lines))
+
+    echo_fp = [q for q, plan in ok_plans if echo(q, plan)]
+    flat = [q for qs in queries.values() for q in qs]
+    drifted = [(q, [{"task": rng.choice(flat), "category": "general"}]) for q in flat]
+    echo_mis = [(q, p[0]["task"]) for q, p in drifted if p[0]["task"] != q and echo(q, p)]
+    echo_total = echo_caught = 0
+    for q in flat:
+        echo_total += 1
+        echo_caught += echo(q, [{"task": rng.choice(lines).text, "category": "general"}])
+    print(f"2b. prompt echo (COPY002, {len(lines)} instruction lines of planner@2): plans that follow their query "
+          f"flagged {len(echo_fp)}/{len(ok_plans)} {echo_fp[:3]}; another real query as the task flagged "
+          f"{len(echo_mis)}/{len(drifted)} {echo_mis[:3]}; a prompt line as the task caught {echo_caught}/{echo_total}")
+
     # 3. leakage
     from mashbill.validators.dedup import normalize
 
@@ -186,7 +212,9 @@ def main() -> None:
     n = len(plans) + len(ok_plans) + len(train) + len(perturbed)
     print(f"arg_false_reject_ddg={ddg_bad / ddg_n:.4f} arg_finding_gsm8k={(arg_bad - ddg_bad) / (len(plans) - ddg_n):.4f}"
           f" arg_false_reject={arg_bad / len(plans):.4f} copy_drift_false_reject={cd_bad / len(ok_plans):.4f} "
-          f"parrot_detect={parrot_caught / parrot_total:.4f} leak_false_hit={false_hits / len(train):.4f} "
+          f"parrot_detect={parrot_caught / parrot_total:.4f} echo_false_reject={len(echo_fp) / len(ok_plans):.4f} "
+          f"echo_misattributed={len(echo_mis) / len(drifted):.4f} echo_detect={echo_caught / echo_total:.4f} "
+          f"leak_false_hit={false_hits / len(train):.4f} "
           f"leak_recall={recall:.4f} rows={n}")
 
 

@@ -55,6 +55,7 @@ _TABLE = [
     ("ARG003", "reject", "rules", "unit_convert units or date_* dates are not the ones the query names", "arg-units-dates"),
     ("ARG004", "reject", "rules", "a precision tool's expression cannot be parsed", "arg-expression"),
     ("COPY001", "reject", "rules", "the plan reproduces a worked example of the teacher's prompt, not the query", "no-parroting"),
+    ("COPY002", "reject", "rules", "a task restates the teacher prompt's own instructions, not the query", "no-prompt-echo"),
     ("DRIFT001", "reject", "rules", "a task shares no content with the query", "no-drift"),
     ("CPLX001", "reject", "complexity", "a query asking about an earlier turn is not labelled memory_recall", "recall-cue"),
     ("CPLX002", "reject", "complexity", "an internal utility request (title, topic check) is not labelled trivial", "utility-phrase"),

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
-from mashbill.validators.drift import WorkedExample, worked_examples
+from mashbill.validators.drift import InstructionLine, WorkedExample, instruction_lines, worked_examples
 from mashbill.validators.plans import Shown
 from mashbill.validators.ruleset import load_rules
 from mashbill.validators.ruleset import RuleSet
@@ -27,9 +27,11 @@ from mashbill.validators.ruleset import RuleSet
 STAGE = "validate"
 # rules that need something a record may lack: rule id -> what it needs
 _NEEDS = {"category-shown": "taxonomy", "creative-fit": "taxonomy", "translation-fit": "taxonomy",
-          "memory-fit": "taxonomy", "tool-args": "catalog", "no-parroting": "examples"}
+          "memory-fit": "taxonomy", "tool-args": "catalog", "no-parroting": "examples",
+          "no-prompt-echo": "prompt"}
 _WHY = {"taxonomy": "no taxonomy shown (record metadata, --spec or a category block in the system prompt)",
         "catalog": "no tool catalog (pass --spec)", "examples": "no worked examples in the prompt",
+        "prompt": "no teacher prompt (pass --spec, or records with a system prompt)",
         "plan": "the target is not a JSON plan"}
 
 # "CATEGORIES:", "CATEGORIES FOR THIS REQUEST:", "Kategorien:", "Available experts:" ... then "- name  description"
@@ -62,12 +64,13 @@ def _schema_check(schema: dict | None) -> Callable[[Any], str | None] | None:
 class RecordChecker:
     def __init__(self, *, ruleset: RuleSet | None, schema: dict | None = None, catalog=None, taxonomy=None,
                  variation: bool = False, examples: tuple[WorkedExample, ...] = (), renames: dict | None = None,
-                 origin: str = ""):
+                 origin: str = "", instructions: tuple[InstructionLine, ...] = ()):
         self.ruleset = ruleset
         self.catalog = catalog
         self.schema = schema
         self._schema = _schema_check(schema)
         self.examples = examples
+        self.instructions = instructions
         self.origin = origin
         self.spec_shown = self._spec_shown(taxonomy, variation)
         self.renames = renames if renames is not None else self._renames(taxonomy)
@@ -82,7 +85,7 @@ class RecordChecker:
             self.triggers = triggers_for(ruleset)
         self.taxonomy_sources: Counter = Counter()
         self.skipped: Counter = Counter()
-        self._prompt_cache: dict[str, tuple[Shown | None, tuple[WorkedExample, ...]]] = {}
+        self._prompt_cache: dict[str, tuple[Shown | None, tuple[WorkedExample, ...], tuple[InstructionLine, ...]]] = {}
 
     # ------------------------------------------------------------ construction
 
@@ -96,7 +99,7 @@ class RecordChecker:
             ruleset = load_rules(rs.file_paths["rules"])
         return cls(ruleset=ruleset, schema=rs.output_schema, catalog=rs.catalog, taxonomy=rs.taxonomy,
                    variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
-                   origin=rs.ref)
+                   instructions=spec_instructions(rs), origin=rs.ref)
 
     @classmethod
     def for_file(cls, ruleset: RuleSet, rs=None) -> "RecordChecker":
@@ -107,7 +110,7 @@ class RecordChecker:
         if rs is not None:
             return cls(ruleset=ruleset, catalog=rs.catalog, taxonomy=rs.taxonomy,
                        variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
-                       origin=rs.ref)
+                       instructions=spec_instructions(rs), origin=rs.ref)
         from mashbill.specs.loader import LIBRARY, load_catalog, load_taxonomy
 
         catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
@@ -144,12 +147,12 @@ class RecordChecker:
         """Rule id -> code."""
         return {r.id: r.code for r in self.ruleset.rules} if self.ruleset is not None else {}
 
-    def _from_prompt(self, system: str) -> tuple[Shown | None, tuple[WorkedExample, ...]]:
+    def _from_prompt(self, system: str) -> tuple[Shown | None, tuple[WorkedExample, ...], tuple[InstructionLine, ...]]:
         hit = self._prompt_cache.get(system)
         if hit is None:
             names = taxonomy_from_prompt(system)
             shown = None if names is None else Shown(names, {n: c for n, c in self.renames.items() if n in names})
-            hit = self._prompt_cache[system] = (shown, worked_examples(system))
+            hit = self._prompt_cache[system] = (shown, worked_examples(system), instruction_lines(system))
         return hit
 
     def shown_for(self, meta: dict | None, system: str | None = None) -> tuple[Shown, str]:
@@ -159,7 +162,7 @@ class RecordChecker:
         if self.spec_shown is not None:
             return self.spec_shown, "spec"
         if system:
-            shown, _ = self._from_prompt(system)
+            shown = self._from_prompt(system)[0]
             if shown is not None:
                 return shown, "system prompt"
         return Shown(None), "none"
@@ -185,14 +188,17 @@ class RecordChecker:
 
         shown, source = self.shown_for(meta, system)
         self.taxonomy_sources[source] += 1
-        examples = self.examples
-        if not examples and system:
-            examples = self._from_prompt(system)[1]
+        examples, instructions = self.examples, self.instructions
+        if system and not (examples and instructions):
+            _, from_examples, from_lines = self._from_prompt(system)
+            examples, instructions = examples or from_examples, instructions or from_lines
+        have = {"taxonomy": shown.names is not None, "catalog": self.catalog is not None,
+                "examples": bool(examples), "prompt": bool(instructions)}
         for rule_id, need in self._needs:
-            if (shown.names is None if need == "taxonomy" else self.catalog is None if need == "catalog"
-                    else not examples):
+            if not have[need]:
                 self.skipped[(rule_id, need)] += 1
-        found = check_plan(self.ruleset, query, output, shown, self.catalog, self.triggers.analyze(query), examples)
+        found = check_plan(self.ruleset, query, output, shown, self.catalog, self.triggers.analyze(query), examples,
+                           instructions)
         if stage != STAGE:
             found = [replace(v, stage=stage) for v in found]
         return verdicts + found
@@ -225,3 +231,15 @@ def spec_examples(rs) -> tuple[WorkedExample, ...]:
     used = set(PLACEHOLDER_RE.findall(t.system + "\n" + t.user))
     text = "\n".join(v for k, v in rs.prompt_file.blocks.items() if k in used)
     return worked_examples(text)
+
+
+def spec_instructions(rs) -> tuple[InstructionLine, ...]:
+    """The instruction lines of the spec's teacher prompt: its framings and the blocks it uses, examples left out."""
+    from mashbill.specs.model import PLACEHOLDER_RE
+
+    t = rs.spec.prompt.teacher
+    used = set(PLACEHOLDER_RE.findall(t.system + "\n" + t.user))
+    blocks = [v for k, v in rs.prompt_file.blocks.items() if k in used]
+    chosen = rs.spec.prompt.framings or list(rs.prompt_file.framings)
+    framings = [rs.prompt_file.framings[k] for k in chosen if k in rs.prompt_file.framings] if "framing" in used else []
+    return instruction_lines(*framings, *blocks, t.system, t.user)

@@ -228,3 +228,49 @@ def unrelated(query: str, task, min_shared: int, words=content, query_words=None
     if not found:
         return False  # nothing to compare (a bare placeholder task): task-text checks report it
     return len(found & (query_words() if query_words else content(query))) < min_shared
+
+
+# ---------------------------------------------------------------- no prompt echo
+
+_EXAMPLE_LINE = re.compile(r"^\s*(?:Request|Plan)\s*:", re.I)
+
+
+@dataclass(frozen=True)
+class InstructionLine:
+    text: str
+    words: frozenset[str]
+
+
+def instruction_lines(*texts: str, min_words: int = 3) -> tuple[InstructionLine, ...]:
+    """The teacher prompt's own instruction lines (framings, rules, output notes), worked examples left out: what a
+    planner that restates its instructions instead of the request copies ("turn the request into an execution
+    plan")."""
+    out = []
+    for text in texts:
+        for line in (text or "").splitlines():
+            if _EXAMPLE_LINE.match(line):
+                continue
+            words = content(line)
+            if len(words) >= min_words:
+                out.append(InstructionLine(line.strip(), words))
+    return tuple(dict.fromkeys(out))
+
+
+def echoed(query: str, task, lines: tuple[InstructionLine, ...], share: float, min_words: int = 3,
+           words=content, query_words=None) -> str | None:
+    """The instruction line a task's text restates instead of the query, or None: the text has at least
+    ``min_words`` content words, shares none with the query, and ``share`` of them stand in one instruction line."""
+    text = task.get("task")
+    if not isinstance(text, str) or not lines:
+        return None
+    found = words(text)
+    if len(found) < min_words:
+        return None
+    q = query_words() if query_words else content(query)
+    low = query.lower()
+    if found & q or any(w in low for w in found):
+        return None  # any word of the query (even inside a compound) and it is about the query
+    for line in lines:
+        if len(found & line.words) >= share * len(found):
+            return line.text
+    return None

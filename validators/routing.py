@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
 from mashbill.validators import drift, fidelity
-from mashbill.validators.drift import WorkedExample
+from mashbill.validators.drift import InstructionLine, WorkedExample
 from mashbill.validators.expr import PLACEHOLDER, matches
 from mashbill.validators.plans import Plan, PlanTask, Shown, parse_plan
 from mashbill.validators.ruleset import RuleSet
@@ -30,6 +30,7 @@ class RuleContext:
     triggers: QueryTriggers
     tools: ToolArgs | None
     examples: tuple[WorkedExample, ...] = ()  # the teacher prompt's worked examples (no-parroting)
+    instructions: tuple[InstructionLine, ...] = ()  # the teacher prompt's instruction lines (no-prompt-echo)
 
     @cached_property
     def query_words(self) -> frozenset[str]:
@@ -453,6 +454,18 @@ def no_parroting(ctx: RuleContext) -> list[str]:
     return out
 
 
+@rule("no-prompt-echo")
+def no_prompt_echo(ctx: RuleContext) -> list[str]:
+    out = []
+    for t in ctx.plan.tasks:
+        if t.is_dict:
+            line = drift.echoed(ctx.query, t, ctx.instructions, ctx.rs.drift.echo_share, words=ctx.words,
+                                query_words=lambda: ctx.query_words)
+            if line:
+                out.append(f"{_label(t)} restates the prompt's instruction {line!r}, not the query")
+    return out
+
+
 @rule("no-drift")
 def no_drift(ctx: RuleContext) -> list[str]:
     out = []
@@ -469,11 +482,12 @@ def no_drift(ctx: RuleContext) -> list[str]:
 
 
 def check_plan(rs: RuleSet, query: str, output: Any, shown: Shown, catalog=None,
-               triggers: QueryTriggers | None = None, examples: tuple[WorkedExample, ...] = ()) -> list[Verdict]:
+               triggers: QueryTriggers | None = None, examples: tuple[WorkedExample, ...] = (),
+               instructions: tuple[InstructionLine, ...] = ()) -> list[Verdict]:
     """All verdicts of the rule set's enabled rules for one plan."""
     trig = triggers if triggers is not None else triggers_for(rs).analyze(query)
     plan = parse_plan(output, shown)
-    ctx = RuleContext(query, plan, shown, rs, trig, tool_args_for(catalog), examples)
+    ctx = RuleContext(query, plan, shown, rs, trig, tool_args_for(catalog), examples, instructions)
     out = []
     for entry in rs.rules:
         if not entry.enabled:

@@ -120,6 +120,8 @@ class Drift(Strict):
     min_shared: int = Field(1, ge=1)  # content words a task must share with the query
     # how words meet: "prefix" (their first 5 letters, moe-routing@2-3) or "stem" (whole words less a suffix, @4)
     match: Literal["prefix", "stem"] = "prefix"
+    # no-prompt-echo (@4): the share of a task text's words that stand in one instruction line of the prompt
+    echo_share: float = Field(0.8, gt=0, le=1)
 
 
 class RuleSet(Strict):

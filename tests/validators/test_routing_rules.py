@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from mashbill.specs.loader import LIBRARY
-from mashbill.validators.drift import worked_examples
+from mashbill.validators.drift import instruction_lines, worked_examples
 from mashbill.validators.plans import Shown
 from mashbill.validators.routing import RULES, check_plan, unknown_rule_ids
 
@@ -21,6 +21,10 @@ FULL_TAXONOMY = ["general", "technical_support", "code_reviewer", "math", "data_
 # the worked examples of every block of the planner prompt (the no-parroting rule compares tasks with them)
 EXAMPLES = worked_examples((LIBRARY / "shared" / "prompts" / "planner@1.yaml").read_text(encoding="utf-8")
                            .replace("\n    ", "\n"))
+# the instruction lines of the quick start's planner prompt (framings and blocks; the no-prompt-echo rule compares tasks
+# with them)
+_PLANNER = yaml.safe_load((LIBRARY / "shared" / "prompts" / "planner@2.yaml").read_text(encoding="utf-8"))
+INSTRUCTIONS = instruction_lines(*_PLANNER["framings"].values(), *_PLANNER["blocks"].values())
 
 
 def _cases():
@@ -47,7 +51,8 @@ def test_every_rule_has_a_fixture_file_with_both_languages_and_both_outcomes(rul
 @pytest.mark.parametrize("rule_id,code,case", list(_cases()))
 def test_fixture_case(rule_id, code, case, ruleset, catalog):
     shown = Shown(frozenset(case.get("shown", FULL_TAXONOMY)), dict(case.get("renamed", {})))
-    verdicts = check_plan(ruleset, case["query"], case["plan"], shown, catalog, examples=EXAMPLES)
+    verdicts = check_plan(ruleset, case["query"], case["plan"], shown, catalog, examples=EXAMPLES,
+                          instructions=INSTRUCTIONS)
     fired = [v for v in verdicts if v.code == code]
     if case["expect"]:
         assert fired, f"{code} did not fire; verdicts: {verdicts}"

@@ -30,6 +30,9 @@ ROWS = [
                                     "search_query": "Uhrzeit Tokio"},
                                    {"task": "Uhrzeit in Tokio nachschlagen", "category": "research",
                                     "search_query": "Tokio Zeit"}], {"PLAN010"}),
+    # moe-routing@4: a task that restates the prompt's own output note instead of the request
+    ("Wie hoch ist der Mount Everest?", [{"task": "Answer with the JSON array only.", "category": "research",
+                                          "search_query": "Mount Everest Höhe"}], {"COPY002"}),
 ]
 
 
@@ -68,10 +71,10 @@ def test_file_mode_reports_plan_and_hr_codes_with_the_spec(tmp_path, fmt):
     for i, (_, _, codes) in enumerate(rows):
         got = {e["record"] for c in codes for e in report["examples"].get(c, [])}
         assert all(f"plans.jsonl:{i + 1}" in got for _ in codes), (i, report["examples"])
-    assert set(report["counts"]) == {"HR001", "HR003", "PLAN003", "FIT001", "PLAN009", "FIT002", "PLAN010"}
-    assert report["rules"]["rule_set"] == "moe-routing@4" and report["rules"]["taxonomy_from"] == {"spec": 7}
+    assert set(report["counts"]) == {"HR001", "HR003", "PLAN003", "FIT001", "PLAN009", "FIT002", "PLAN010", "COPY002"}
+    assert report["rules"]["rule_set"] == "moe-routing@4" and report["rules"]["taxonomy_from"] == {"spec": 8}
     assert report["rules"]["skipped"] == []
-    assert "rules: moe-routing@4 (taxonomy from spec 7)" in res.output and "HR001" in res.output
+    assert "rules: moe-routing@4 (taxonomy from spec 8)" in res.output and "HR001" in res.output
 
 
 def test_file_mode_reads_the_taxonomy_from_the_system_prompt(tmp_path):
@@ -80,9 +83,9 @@ def test_file_mode_reads_the_taxonomy_from_the_system_prompt(tmp_path):
     out = tmp_path / "r.json"
     res = _validate(f, "--format", "messages", "--report", out)
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert res.exit_code == 1 and report["rules"]["taxonomy_from"] == {"system prompt": 7}
-    assert set(report["counts"]) == {"HR001", "HR003", "PLAN003", "FIT001", "PLAN009", "FIT002", "PLAN010"}
-    assert "taxonomy from system prompt 7" in res.output
+    assert res.exit_code == 1 and report["rules"]["taxonomy_from"] == {"system prompt": 8}
+    assert set(report["counts"]) == {"HR001", "HR003", "PLAN003", "FIT001", "PLAN009", "FIT002", "PLAN010", "COPY002"}
+    assert "taxonomy from system prompt 8" in res.output
 
 
 def test_file_mode_says_which_rules_it_skipped(tmp_path):
@@ -92,10 +95,11 @@ def test_file_mode_says_which_rules_it_skipped(tmp_path):
     res = _validate(f, "--format", "messages", "--report", out)
     report = json.loads(out.read_text(encoding="utf-8"))
     skipped = report["rules"]["skipped"]
-    assert any(s.startswith("category-shown: no taxonomy shown") and "(7 record(s))" in s for s in skipped)
+    assert any(s.startswith("category-shown: no taxonomy shown") and "(8 record(s))" in s for s in skipped)
     for rule_id, code in (("creative-fit", "FIT001"), ("translation-fit", "FIT002"), ("memory-fit", "FIT003")):
         assert any(s.startswith(f"{rule_id}: no taxonomy shown") for s in skipped) and code not in report["counts"]
     assert any(s.startswith("no-parroting: no worked examples") for s in skipped)
+    assert any(s.startswith("no-prompt-echo: no teacher prompt") for s in skipped) and "COPY002" not in report["counts"]
     assert "PLAN003" not in report["counts"] and {"HR001", "HR003"} <= set(report["counts"])
     assert "skipped: category-shown" in res.output
     res = _validate(f, "--format", "messages", "--no-rules", "--report", out)
