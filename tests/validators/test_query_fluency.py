@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -16,11 +15,10 @@ from mashbill.specs import load_spec
 from mashbill.validators.queries import quality_codes, query_screen
 from mashbill.validators.query_fluency import MEASURED_LIMITS, mean_nll, not_fluent
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = Path(__file__).parent / "fixtures" / "synth-labelled" / "queries.jsonl"
-SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-queries@3.yaml"
-DEV = next((p / "data" / "queries-dev" for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared")
-            if (p / "data" / "queries-dev").is_dir()), None)
+from vhelpers import QUERIES_DEV as DEV
+from vhelpers import QUERIES_SPEC as SPEC
+from vhelpers import ROOT
+from vhelpers import SYNTH_LABELLED as FIXTURE
 
 
 @pytest.fixture(scope="module")

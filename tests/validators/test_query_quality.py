@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,11 +18,10 @@ from mashbill.validators.query_quality import assistant_voice, cell_fit, needs_c
 from mashbill.validators.ruleset import load_ruleset
 from mashbill.validators.triggers import triggers_for
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = Path(__file__).parent / "fixtures" / "synth-labelled" / "queries.jsonl"
-SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-queries@3.yaml"
-DEV = next((p / "data" / "queries-dev" for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared")
-            if (p / "data" / "queries-dev").is_dir()), None)
+from vhelpers import QUERIES_DEV as DEV
+from vhelpers import QUERIES_SPEC as SPEC
+from vhelpers import ROOT
+from vhelpers import SYNTH_LABELLED as FIXTURE
 
 
 @pytest.fixture(scope="module")
