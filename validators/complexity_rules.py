@@ -77,14 +77,16 @@ class ComplexityRuleSet(Strict):
         return {r.id: r for r in self.rules}
 
 
+def compile_cues(patterns) -> re.Pattern | None:
+    """One cue group as one alternation, case-insensitive and multi-line (``^`` is a line start); None when empty."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I | re.M) if patterns else None
+
+
 class CompiledCues:
-    """One alternation per cue group, compiled case-insensitive and multi-line (``^`` is a line start)."""
+    """One alternation per cue group (``compile_cues``)."""
 
     def __init__(self, cues: Cues):
-        self.patterns: dict[str, re.Pattern | None] = {}
-        for group in CUE_GROUPS:
-            pats = getattr(cues, group)
-            self.patterns[group] = re.compile("|".join(f"(?:{p})" for p in pats), re.I | re.M) if pats else None
+        self.patterns: dict[str, re.Pattern | None] = {group: compile_cues(getattr(cues, group)) for group in CUE_GROUPS}
 
     def find(self, group: str, text: str) -> str | None:
         """The first match of a cue group in the text, or None."""

@@ -21,6 +21,7 @@ from mashbill.specs.loader import LIBRARY
 from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
+from mashbill.validators.complexity_rules import load_complexity_rules
 from mashbill.validators.rulebase import Checks, RuleEntry
 
 DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@4.yaml"
@@ -274,14 +275,11 @@ def _load_cached(path: str, mtime_ns: int, size: int) -> RuleSet:
 
 def _recall_cues(rel: str, path: Path, lines) -> tuple[str, ...]:
     """The `recall` cues of the complexity rule set that recall_request names (loaded and checked by its own loader)."""
-    from mashbill.validators.complexity_rules import load_complexity_rules  # it imports this module
-
     cue_file = (path.parent / rel).resolve()
     if not cue_file.is_file():
         raise SpecError(str(path), f"recall_request.cues names no file: {rel} (looked at {cue_file})",
                         line=line_for(lines, ("recall_request", "cues")), field="recall_request.cues")
     return tuple(load_complexity_rules(cue_file).cues.recall)
-
 
 
 def _check_rule_ids(rs: RuleSet, path: Path, lines) -> None:
@@ -306,11 +304,7 @@ def load_ruleset(path: str | Path = DEFAULT_RULES) -> RuleSet:
 def load_rules(path: str | Path):
     """The rule set a spec's ``rules:`` (or ``--rules``) names: a complexity rule set when the file declares
     ``kind: complexity`` (``complexity_rules.load_complexity_rules``), else a routing rule set (``load_ruleset``)."""
-    if is_complexity_file(path):
-        from mashbill.validators.complexity_rules import load_complexity_rules  # it imports this module
-
-        return load_complexity_rules(path)
-    return load_ruleset(path)
+    return load_complexity_rules(path) if is_complexity_file(path) else load_ruleset(path)
 
 
 def is_complexity_file(path: str | Path) -> bool:

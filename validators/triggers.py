@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mashbill.validators.complexity_rules import compile_cues
 from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
 
 _FLAGS = 0  # case-insensitivity comes from lower-casing both the text and the patterns (see _lower_pattern)
@@ -159,9 +160,7 @@ class Triggers:
         self.impl_needs = tuple(rbc.needs) if rbc else ()
         self.creative = self._request(rs.creative_request)
         self.translation = self._request(rs.translation_request)
-        # the complexity rule set's recall cues, compiled as that rule set compiles them (\b, ^ at a line start)
-        self.recall = (re.compile("|".join(f"(?:{p})" for p in rs.recall_patterns), re.I | re.M)
-                       if rs.recall_patterns else None)
+        self.recall = compile_cues(rs.recall_patterns)  # the complexity rule set's recall cues, compiled as it does
         # case-sensitive: camelCase is only visible in the case
         self.identifier = [re.compile(p) for p in (rs.search_query.identifier if rs.search_query else [])]
 
