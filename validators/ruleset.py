@@ -84,7 +84,7 @@ class ResearchBeforeCode(Strict):
     needs: list[str] = []
 
 
-class CreativeRequest(Strict):
+class RequestTriggers(Strict):
     """An unmistakable request of one kind: creative writing (creative-fit, FIT001) or a translation (translation-fit,
     FIT002), which wants a task of that category. Evaluated like an intent's triggers, on the masked query."""
     triggers: list[Trigger] = Field(min_length=1)
@@ -141,8 +141,8 @@ class RuleSet(Strict):
     units: Units = Units()
     legal: LegalSpec | None = None
     research_before_code: ResearchBeforeCode | None = None
-    creative_request: CreativeRequest | None = None
-    translation_request: CreativeRequest | None = None
+    creative_request: RequestTriggers | None = None
+    translation_request: RequestTriggers | None = None
     recall_request: RecallRequest | None = None
     search_query: SearchQuery | None = None
     fidelity: Fidelity = Fidelity()
