@@ -44,7 +44,7 @@ def _row(html: str, label: str) -> str:
     return found.group(1)
 
 
-def test_the_report_counts_the_judges_scores_errors_kappa_and_pairs(lib, source, tmp_path):
+def test_the_report_counts_the_judges_scores_errors_kappa_and_pairs(lib, source, tmp_path, capsys):
     _, store_path, _ = source
     spec = pref_spec(lib, sources=["judge"], samples_per_query=2, min_judge_margin=1.5)
     d = yaml.safe_load(spec.read_text(encoding="utf-8"))
@@ -109,3 +109,10 @@ def test_the_report_counts_the_judges_scores_errors_kappa_and_pairs(lib, source,
     assert _row(shtml, "pairs inconsistent across orders (dropped, PREF006)") == "1"
     assert _row(shtml, "judge pairs kept") == "1"
     assert "None" not in re.search(r"<h2>Judge: .*?</table>", shtml, re.S).group(0)
+    from mashbill.cli.snapshot import print_manifest
+
+    capsys.readouterr()
+    print_manifest(res.manifest, res.path)  # what `snapshot freeze` prints
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "judge 1;" in printed and "4 judged in both orders, 1 inconsistent (PREF006)" in printed
+    assert f"judge scores: {res.manifest['judge']['scored']} (mean" in printed
