@@ -74,17 +74,40 @@ def test_the_shared_queries_dev_corpora(tmp_path):
 
 
 @pytest.mark.parametrize("content, message, row", [
-    (b'{"q": "fine"}\n{"x": "no query column"}\n', "seed row 2 lacks column(s) ['q']", None),
+    (b'{"q": "fine"}\n{"x": "no query column"}\n', "seed row 2 lacks column(s) ['q']", 2),
     (b'{"q": "fine"}\n{"q": "caf\xe9 latin-1"}\n', "row is not UTF-8", 2),
-    (b'{"q": "fine"}\n{"q": ""}\n', "seed row 2 has no non-empty 'query'", None),
+    (b'{"q": "fine"}\n{"q": ""}\n', "seed row 2 has no non-empty 'query'", 2),
+    (b'{"q": "fine"}\n\n{"q": "  "}\n', "seed row 2 has no non-empty 'query'", 3),  # the file line, past a blank one
 ])
 def test_bad_corpora_are_named_by_file_and_row(tmp_path, content, message, row):
     (tmp_path / "bad.jsonl").write_bytes(content)
     with pytest.raises(SpecError) as exc:
         load_spec(_spec(tmp_path, [{"path": "bad.jsonl", "columns": {"query": "q"}}]))
-    assert message in str(exc.value) and "bad.jsonl" in str(exc.value)
-    if row is not None:
-        assert exc.value.line == row
+    assert message in str(exc.value) and f"bad.jsonl:{row}:" in str(exc.value)
+    assert exc.value.line == row
+
+
+@pytest.mark.parametrize("content, message, line", [
+    (b"query,lang\nfine one,en\n,en\n", "seed row 2 has no non-empty 'query'", 3),
+    (b"query,lang\nfine one,en\nonly a query\n", "row has 1 cells, the header 2", 3),  # a short row
+    (b"query,lang\nfine one,en\nsome,en,extra\n", "row has 3 cells, the header 2", 3),
+])
+def test_bad_csv_rows_are_named_by_file_and_line(tmp_path, content, message, line):
+    (tmp_path / "bad.csv").write_bytes(content)
+    with pytest.raises(SpecError) as exc:
+        load_spec(_spec(tmp_path, [{"path": "bad.csv", "columns": {"query": "query", "lang": "lang"}}]))
+    assert message in str(exc.value) and f"bad.csv:{line}:" in str(exc.value)
+
+
+def test_generate_names_a_bad_corpus_in_one_line(tmp_path):
+    from tests.cli.conftest import error_lines, invoke
+
+    (tmp_path / "bad.tsv").write_bytes(b"Wie viel ist 3 mal 4?\t12\n\t7\n")
+    spec = _spec(tmp_path, [{"path": "bad.tsv", "header": False, "columns": {"query": "0"}}])
+    res = invoke("generate", spec, "--store", tmp_path / "s", "--allow-unlocked", "--no-progress")
+    assert res.exit_code == 2 and len(error_lines(res)) == 1, res.output
+    assert "bad.tsv:2:" in res.stderr and "seed row 2 has no non-empty 'query'" in res.stderr
+    assert not (tmp_path / "s").exists()
 
 
 def test_a_csv_row_with_a_byte_that_is_not_utf8_is_named(tmp_path):
