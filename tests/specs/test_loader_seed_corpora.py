@@ -1,4 +1,4 @@
-"""Real query corpora as seeds: JSONL, CSV, TSV without a header, Parquet and a local Hugging Face dataset, with
+"""Real query corpora as seeds: JSONL, JSON, CSV, TSV without a header, Parquet and a local Hugging Face dataset, with
 source and licence per query; bad corpora (missing columns, mixed encodings, empty rows) are named by file and row.
 
 The realistic files are the shared queries-dev corpora (MGSM German TSV, GSM8K JSONL) where this checkout has
@@ -45,18 +45,21 @@ def test_every_format_with_source_and_licence(tmp_path):
     from datasets import Dataset
 
     Dataset.from_dict({"prompt": ["Summarise the plot of Faust."], "lang": ["en"]}).save_to_disk(tmp_path / "e")
+    (tmp_path / "f.json").write_text('[{"query": "Wie weit ist es nach Graz?", "lang": "de"}]', encoding="utf-8")
     rs = load_spec(_spec(tmp_path, [
         {"path": "a.jsonl", "columns": {"query": "q", "lang": "l"}, "source": "mine", "licence": "CC0-1.0"},
         {"path": "b.csv", "columns": {"query": "question", "lang": "lang", "licence": "licence"}, "source": "b"},
         {"path": "c.tsv", "header": False, "columns": {"query": "0"}, "source": "mgsm-like", "licence": "CC-BY-4.0"},
         {"path": "d.parquet", "columns": {"query": "text", "lang": "lang"}},
         {"path": "e", "format": "hf", "columns": {"query": "prompt"}, "source": "hf", "licence": "Apache-2.0"},
+        {"path": "f.json", "source": "a JSON list"},
     ]))
     assert [(s["query"], s.get("source"), s.get("licence")) for s in rs.seeds] == [
         ("Wie spät ist es in Tokio?", "mine", "CC0-1.0"), ("What is 2+2?", "mine", "CC0-1.0"),
         ("Convert 5 miles to km, please", "b", "MIT"), ('Wie viel ist 3 "mal" 4?', "mgsm-like", "CC-BY-4.0"),
-        ("Translate 'hello' into German", None, None), ("Summarise the plot of Faust.", "hf", "Apache-2.0")]
-    assert set(rs.files) >= {f"seeds.{i}" for i in range(5)}  # every corpus is part of the hash
+        ("Translate 'hello' into German", None, None), ("Summarise the plot of Faust.", "hf", "Apache-2.0"),
+        ("Wie weit ist es nach Graz?", "a JSON list", None)]
+    assert set(rs.files) >= {f"seeds.{i}" for i in range(6)}  # every corpus is part of the hash
 
 
 @pytest.mark.skipif(DEV is None, reason="the shared queries-dev corpora are not beside this checkout")
