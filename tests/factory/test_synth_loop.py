@@ -12,7 +12,7 @@ from mashbill.factory.store import Store
 from mashbill.factory.synth import SynthWork, plan_cells
 from mashbill.specs import load_spec
 from mashbill.validators.queries import QueryScreen
-from tests.conftest import run_cli
+from tests.cli.conftest import invoke
 from tests.factory.fault_server import FaultServer
 
 MORE = [{"query": q, "lang": "en", "type": "arithmetic"} for q in
@@ -53,11 +53,11 @@ def test_the_accept_rate_guard_stops_a_synthesis_run_that_keeps_nothing(tmp_path
         data["guards"] = {"accept_rate": {"window": 4, "min_rate": 0.5}}
         data["runtime"]["concurrency"] = 1
         spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        proc = run_cli("generate", spec, "--store", tmp_path / "s", "--no-progress", "--json", "--allow-unlocked")
+        res = invoke("generate", spec, "--store", tmp_path / "s", "--no-progress", "--json", "--allow-unlocked")
     finally:
         server.stop()
-    assert proc.returncode == 3, proc.stderr
-    summary = json.loads(proc.stdout)
+    assert res.exit_code == 3, res.output
+    summary = json.loads(res.stdout)
     rs = load_spec(spec)
     budget = sum(-(-c.quota * 3 // 2) for c in plan_cells(rs))  # ceil(quota / per_call * calls_per_quota)
     assert summary["status"] == "aborted" and "accept" in (summary.get("stop_reason") or "")
