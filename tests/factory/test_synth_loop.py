@@ -67,3 +67,14 @@ def test_the_accept_rate_guard_stops_a_synthesis_run_that_keeps_nothing(tmp_path
     made = sum(r["n"] for r in rows)
     assert {r["status"] for r in rows} == {"rejected"} and 4 <= made < budget
     assert summary["rejected"] == made and codes == {"SYN000", "SYN001"}
+
+
+def test_traps_get_15_percent_of_the_target_by_default(tmp_path):
+    import yaml
+
+    path = write_queries_spec(tmp_path, target=40)
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    del data["synthesis"]["trap_share"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    cells = plan_cells(load_spec(path))
+    assert sum(c.quota for c in cells if c.trap) == 6 and sum(c.quota for c in cells) == 40  # 15% of 40
