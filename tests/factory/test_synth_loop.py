@@ -67,6 +67,8 @@ def test_the_accept_rate_guard_stops_a_synthesis_run_that_keeps_nothing(tmp_path
     made = sum(r["n"] for r in rows)
     assert {r["status"] for r in rows} == {"rejected"} and 4 <= made < budget
     assert summary["rejected"] == made and codes == {"SYN000", "SYN001"}
+    # accounting: one teacher call per stored call, its tokens counted, the rejects by code
+    assert summary["calls"] == made and summary["tokens_out"] > 0 and summary["reject_codes"] == {"SYN000": made}
 
 
 def test_traps_get_15_percent_of_the_target_by_default(tmp_path):
