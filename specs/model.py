@@ -380,8 +380,7 @@ class Synthesis(HashStable):
 
     Each teacher call shows `shown` seeds of one cell and asks for `per_call` new queries. The pool's
     `target` is split over the cells: `trap_share` of it over the trap cells (trap rule x language), the
-    rest over the (type, language) cells the seeds have, evenly or by `weights`. A cell stops once its
-    quota is met.
+    rest over the seeds' (type, language) cells, evenly or by `weights`. A cell stops once its quota is met.
     """
 
     _added_fields: ClassVar[tuple[str, ...]] = ("weights",)
@@ -398,18 +397,16 @@ class Synthesis(HashStable):
     # language -> share of the target (empty: each cell alike). A teacher that writes one language badly
     # gets a share it can fill, so that every cell can meet its quota.
     language_shares: dict[str, float] = {}
-    # "TYPE" or "TYPE/LANG" (a seed type or a trap rule) -> its cells' weight in their part of the target
-    # (default 1; 0 drops the cell): a teacher that cannot fill a cell gives its quota to cells it can fill
+    # "TYPE" or "TYPE/LANG" (seed type or trap rule) -> weight in its part of the target (default 1, 0: no cell)
     weights: dict[str, float] = {}
 
     @model_validator(mode="after")
     def _shares_sum_to_one(self):
-        if any(v < 0 for v in self.weights.values()):
-            raise ValueError("weights must not be negative")
         if self.language_shares and abs(sum(self.language_shares.values()) - 1) > 1e-6:
             raise ValueError(f"language_shares must add up to 1, they add up to {sum(self.language_shares.values()):g}")
-        if any(v < 0 for v in self.language_shares.values()):
-            raise ValueError("language_shares must not be negative")
+        for field in ("language_shares", "weights"):
+            if any(v < 0 for v in getattr(self, field).values()):
+                raise ValueError(f"{field} must not be negative")
         return self
 
 

@@ -89,6 +89,8 @@ def test_weights_give_a_dead_cells_quota_to_the_others_and_weigh_the_rest(tmp_pa
                       "precision-first/en/trap": 8,
                       # no German trap cell left: its trap part goes to the German plain cells
                       "creative/de/plain": 5, "percentage/de/plain": 3}
+    with pytest.raises(SpecError, match="weights must not be negative"):
+        load_spec(write_queries_spec(tmp_path / "neg", synthesis={"weights": {"creative": -1}}))
     # a weight for what is no cell is a typo, not a silent no-op
     with pytest.raises(SpecError, match="weights names no cell: creativ, general/fr"):
         plan_cells(load_spec(write_queries_spec(tmp_path / "typo", synthesis={"weights": {"creativ": 1, "general/fr": 1}})))
