@@ -12,10 +12,16 @@ characters, English and German: a false drop there is a real user's request thro
 
     half= n= genuine_before= genuine_precision= screen_recall= kept= real_n= real_false_drop= fluency_precision=
     genuine_precision_fluency= screen_recall_fluency= real_false_drop_fluency_de= seed_false_drop_fluency_de=
-    fluency_ms=
+    fluency_ms= genuine_recall= genuine_precision_genuine= screen_recall_genuine= genuine_recall_genuine=
+    real_false_drop_genuine_en= real_false_drop_genuine_de= grown3_genuine_kept= grown3_garbled_dropped=
+    grown3_nongenuine_dropped= grown4_genuine_kept= grown4_garbled_dropped= grown4_nongenuine_dropped=
 
 The fluency check (SYN013, `--fluency`, off in every spec) is measured side by side: the screen without and
 with it on the same rows, its drops of real queries and of the library seeds per language, its cost per query.
+So is the learned genuine check (`validators.query_genuine`, `--genuine`, in no screen; its weights from
+bench/fit_genuine.py): the screen without and with it (`*_genuine` keys; `genuine_recall` is the share of the
+genuine rows kept), its drops of the held-out (odd sha256) half of the real queries per language, and on the
+grown samples @3 and @4 (30 rows each, already kept by a screen) the genuine kept and the garbled dropped.
 """
 
 from __future__ import annotations
@@ -114,9 +120,9 @@ GROWN = [FIXTURE.parent / f"grown-sample@{v}.jsonl" for v in (3, 4)]
 
 def measure_genuine(rows: list[dict], found: list[list[str]], real: list[tuple[str, str]], name: str,
                     echo=print) -> dict:
-    """SYN014 side by side: the screen without and with the learned check on the same rows, its drops of the
-    held-out (odd sha256) half of the real queries per language, and on the grown samples (@3, @4: already
-    kept by a screen) how many genuine it keeps and how many garbled it drops."""
+    """The learned genuine check (validators.query_genuine) side by side: the screen without and with it on the
+    same rows, its drops of the held-out (odd sha256) half of the real queries per language, and on the grown
+    samples (@3, @4: already kept by a screen) how many genuine it keeps and how many garbled it drops."""
     from mashbill.validators.query_genuine import fit_half, genuine_scores, load_weights
 
     threshold = load_weights(name)[2]
@@ -124,7 +130,7 @@ def measure_genuine(rows: list[dict], found: list[list[str]], real: list[tuple[s
     gl = [float(x) < threshold for x in p]
     bad = sum(not r["genuine"] for r in rows)
     out = {}
-    echo(f"SYN014 genuine ({name}, threshold {threshold}), alone: drops {sum(gl)}, of them not genuine "
+    echo(f"learned genuine check ({name}, threshold {threshold}), alone: drops {sum(gl)}, of them not genuine "
          f"{sum(d and not r['genuine'] for r, d in zip(rows, gl))}")
     echo(f"{'screen':22} {'drops':>6} {'genuine dropped':>16} {'genuine share kept':>19} {'recall':>7}")
     for key, drop in (("", [bool(f) for f in found]), ("_genuine", [bool(f) or x for f, x in zip(found, gl)])):
@@ -133,7 +139,7 @@ def measure_genuine(rows: list[dict], found: list[list[str]], real: list[tuple[s
         share = sum(r["genuine"] for r in kept) / max(len(kept), 1)
         rec = sum(not r["genuine"] for r in gone) / max(bad, 1)
         kept_genuine = sum(r["genuine"] for r in kept) / max(len(rows) - bad, 1)
-        echo(f"{'with SYN014' if key else 'without SYN014':22} {len(gone):>6} {sum(r['genuine'] for r in gone):>16} "
+        echo(f"{'with learned' if key else 'without learned':22} {len(gone):>6} {sum(r['genuine'] for r in gone):>16} "
              f"{share:>19.3f} {rec:>7.3f}  genuine kept {kept_genuine:.3f}")
         if key:
             out.update({"genuine_precision_genuine": round(share, 3), "screen_recall_genuine": round(rec, 3),
@@ -145,7 +151,7 @@ def measure_genuine(rows: list[dict], found: list[list[str]], real: list[tuple[s
     for lang in ("en", "de"):
         ps = [float(x) for (t, lg), x in zip(held, hp) if lg == lang]
         drop = sum(x < threshold for x in ps)
-        echo(f"SYN014 on held-out real {lang} queries: drops {drop} of {len(ps)}")
+        echo(f"learned check on held-out real {lang} queries: drops {drop} of {len(ps)}")
         out[f"real_false_drop_genuine_{lang}"] = round(drop / max(len(ps), 1), 4)
     for path in GROWN:
         g = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -219,8 +225,8 @@ def main() -> None:
     ap.add_argument("--show", default="", help="print the fixture rows a check code drops (e.g. SYN009)")
     ap.add_argument("--fluency", default="de=5.5", help="SYN013 limits to measure side by side, LANG=NATS,... "
                     "(validators.query_fluency.MEASURED_LIMITS; '' to skip: it runs the model on every row)")
-    ap.add_argument("--genuine", default="genuine@1", help="SYN014 weights (specs/library/shared/classifiers/NAME.json) "
-                    "to measure side by side ('' to skip)")
+    ap.add_argument("--genuine", default="genuine@1", help="learned genuine-check weights "
+                    "(specs/library/shared/classifiers/NAME.json) to measure side by side ('' to skip)")
     args = ap.parse_args()
     limits = {k: float(v) for k, v in (p.split("=") for p in args.fluency.split(",") if p)}
     figures = measure(args.half, args.data, args.show, fluency=limits or None, genuine=args.genuine)

@@ -1,14 +1,20 @@
-"""SYN014: does a synthesized query look like a real user's request? A logistic regression on MiniLM embeddings.
+"""Does a synthesized query look like a real user's request? A logistic regression on MiniLM embeddings,
+measured and left out of the screen (no spec, no reject code).
 
 The shipped sentence encoder (`factory.embeddings.Encoder`, all-MiniLM-L6-v2 through onnxruntime) turns the
 query into 384 numbers; a linear model (float32 weights and a bias, fitted by `fit` in a few lines of numpy)
 turns those into the probability that the query is a genuine request. Positives: real queries of
-shared/data/queries-dev (English and German, the half of a stable hash marked `fit`) and the genuine rows of
+shared/data/queries-dev (English and German, the even half of a sha256 of the text) and the genuine rows of
 the labelled yardstick's tune half; negatives: the tune half's non-genuine rows (garbled, echoes, needing
-context, ...). Nothing of the yardstick's report half, of the grown samples or of the other hash half of
-queries-dev is fitted on: they are the held-out checks (`bench/synth_quality.py`). `bench/fit_genuine.py`
-writes the weights file (`specs/library/shared/classifiers/genuine@1.json`, with its provenance); the filter
-names the file and its sha256 (`synthesis.filters.genuine`), so a refit file is a new spec hash.
+context, ...). Nothing of the yardstick's report half, of the grown samples or of the odd half of queries-dev
+is fitted on: they are the held-out checks (`bench/synth_quality.py`). `bench/fit_genuine.py` writes the
+weights file (`specs/library/shared/classifiers/genuine@1.json`: provenance, the training set's digest, the
+threshold), and `load_weights` checks a given sha256, so a screen that used it could pin the file.
+
+The finding (README, "How many kept queries are genuine"): on the report half it lifts the genuine share of
+what the screen keeps from 0.457 to 0.479 while dropping twice as many genuine queries, and it drops 1 of the
+15 garbled rows of the @4 sample: MiniLM embeds the topic, and the 135M teacher's garble is on topic (the
+cell alone ranks the tune half nearly as well, AUC 0.72 against 0.78 out of fold). So no screen runs it.
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ CLASSIFIERS = LIBRARY / "shared" / "classifiers"
 
 
 def fit_half(text: str) -> bool:
-    """The queries-dev half that may be fitted on: the first byte of sha256(text) is divisible by 4 would be
-    too few; even bytes, as the yardstick's halves (so the odd half stays held out)."""
+    """The queries-dev half that may be fitted on: the first byte of sha256(text) is even, as the yardstick's
+    halves (the odd half stays held out)."""
     return hashlib.sha256(text.encode("utf-8")).digest()[0] % 2 == 0
 
 
@@ -98,19 +104,24 @@ def _encoder():
     return Encoder.load(threads=1)
 
 
+def embed(texts: list[str]):
+    """MiniLM embeddings of `texts` (one encoder per process, one thread: the fit's)."""
+    return _encoder().encode(list(texts))
+
+
 def genuine_scores(texts: list[str], name: str = "genuine@1", sha256: str = "", vecs=None):
     """P(genuine request) per text (float64 array); `vecs` are the texts' MiniLM embeddings when already made."""
     import numpy as np
 
     w, b, _ = load_weights(name, sha256)
     if vecs is None:
-        vecs = _encoder().encode(list(texts))
+        vecs = embed(texts)
     z = np.asarray(vecs, np.float64) @ w.astype(np.float64) + b
     return 1 / (1 + np.exp(-z))
 
 
 def not_genuine(text: str, name: str = "genuine@1", sha256: str = "", min_p: float | None = None) -> str | None:
-    """SYN014 detail when the query's P(genuine) is under `min_p` (default: the file's threshold), else None."""
+    """The detail when the query's P(genuine) is under `min_p` (default: the file's threshold), else None."""
     _, _, threshold = load_weights(name, sha256)
     limit = threshold if min_p is None else min_p
     p = float(genuine_scores([text], name, sha256)[0])
