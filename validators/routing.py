@@ -19,6 +19,7 @@ from mashbill.validators.plans import Plan, PlanTask, Shown, parse_plan
 from mashbill.validators.ruleset import RuleSet
 from mashbill.validators.toolargs import ToolArgs, tool_args_for
 from mashbill.validators.triggers import QueryTriggers, triggers_for
+from mashbill.validators.truncation import cut_off
 
 
 @dataclass
@@ -322,12 +323,13 @@ def niche_dynamic(ctx: RuleContext) -> list[str]:
     return [f"niche field ('{ctx.triggers.niche}') without a dynamic task"]
 
 
-def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: bool = False) -> list[str]:
+def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: bool = False,
+         served: tuple[str, ...] = ()) -> list[str]:
     """A request of one kind (its trigger words `term`) needs a task of category `cat` when `cat` was shown. With
     `no_search`, where `cat` was not shown, the plan still needs a task that can answer (not only research and
     precision tools): a web search neither translates a text nor recalls this conversation."""
     # without the taxonomy shown for the record the rule cannot know the name to expect (the checker reports the skip)
-    if not term or ctx.shown.names is None or ctx.plan.with_category(cat):
+    if not term or ctx.shown.names is None or ctx.plan.with_category(cat, *served):
         return []
     if not ctx.shown.shows(cat):
         lookup = {ctx.cats.research, ctx.cats.precision}
@@ -352,6 +354,26 @@ def translation_fit(ctx: RuleContext) -> list[str]:
 @rule("memory-fit")
 def memory_fit(ctx: RuleContext) -> list[str]:
     return _fit(ctx, ctx.triggers.recall, ctx.cats.memory, "a question about an earlier turn", no_search=True)
+
+
+@rule("category-fit")
+def category_fit(ctx: RuleContext) -> list[str]:
+    out = []
+    for cat, term in ctx.triggers.categories.items():
+        served = (cat, *ctx.rs.category_request[cat].served_by)
+        if any(ctx.shown.shows(c) for c in served):  # the rename is resolved by _fit
+            out += _fit(ctx, term, next(c for c in served if ctx.shown.shows(c)), f"a request for {cat}",
+                        served=served)
+    return out
+
+
+@rule("task-complete")
+def task_complete(ctx: RuleContext) -> list[str]:
+    words = triggers_for(ctx.rs).cut_words
+    if words is None:
+        return []
+    return [f"{_label(t)} looks cut off ({why}): {text.strip()!r}" for t in ctx.plan.tasks
+            if _nonempty_str(text := t.get("task")) and (why := cut_off(text, ctx.query, words))]
 
 
 _NOT_WORD = re.compile(r"[\W_]+")
