@@ -33,6 +33,12 @@ class CutWords:
     pronouns: frozenset[str] = frozenset()  # die, das: an article after a preposition ("für die"), else a pronoun
 
 
+def _tail(text: str) -> tuple:
+    """The last three words and the last character: what a cut shows."""
+    t = text.strip()
+    return tuple(_words(t)[-3:]), t[-1:] if t else ""
+
+
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
@@ -40,8 +46,8 @@ def _words(text: str) -> list[str]:
 def cut_off(text: str, query: str, words: CutWords) -> str | None:
     """Why the task text looks cut off (a short reason), or None when it reads as complete."""
     t = text.strip()
-    if not t:
-        return None
+    if not t or _tail(t) == _tail(query):
+        return None  # the query itself ends so ("... nerve supply is the", an NQ cloze): the user's words, not a cut
     last = t[-1]
     if last in ",:;" or last in "-–—" and not t.endswith("--"):
         return f"ends with {last!r}"
@@ -49,8 +55,10 @@ def cut_off(text: str, query: str, words: CutWords) -> str | None:
         if t.count(o) > t.count(c):
             return f"an open {o!r} is never closed"
     for q in ('"', "'"):
-        # apostrophes inside words are no quotes ("carrier's", "don't")
-        if len(re.findall(rf"(?<![^\W_]){q}|{q}(?![^\W_])", t)) % 2:
+        # an opening quote has a word after it and none before; apostrophes inside or after words ("carrier's",
+        # "executives' names") are no opening quotes
+        opened = len(re.findall(rf"(?<![^\W_]){q}(?=[^\W_])", t))
+        if opened > len(re.findall(rf"(?<=[^\W_]){q}|{q}(?![^\W_])", t)):
             return f"an open {q} is never closed"
     ws = _words(t)
     if not ws:
