@@ -174,25 +174,9 @@ def dependencies(ctx: RuleContext) -> list[str]:
                 out.append(f"{_label(t)} depends on itself")
             elif d not in ids:
                 out.append(f"{_label(t)}: depends_on '{d}' names no task id (ids: {', '.join(ids)})")
-    # Kahn's algorithm over the resolvable edges
-    indeg = {i: 0 for i in ids}
-    edges: dict[str, list[str]] = {i: [] for i in ids}
-    for t in plan.tasks:
-        for d in t.depends_on:
-            if d in ids and d != t.id:
-                edges[d].append(t.id)
-                indeg[t.id] += 1
-    queue = [i for i, n in indeg.items() if n == 0]
-    done = 0
-    while queue:
-        i = queue.pop()
-        done += 1
-        for j in edges[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                queue.append(j)
-    if done < len(ids):
-        out.append("dependency cycle among " + ", ".join(sorted(i for i, n in indeg.items() if n > 0)))
+    stuck = plan.cyclic_ids()
+    if stuck:
+        out.append("dependency cycle among " + ", ".join(stuck))
     return out
 
 
@@ -361,9 +345,9 @@ def category_fit(ctx: RuleContext) -> list[str]:
     out = []
     for cat, term in ctx.triggers.categories.items():
         served = (cat, *ctx.rs.category_request[cat].served_by)
-        if any(ctx.shown.shows(c) for c in served):  # the rename is resolved by _fit
-            out += _fit(ctx, term, next(c for c in served if ctx.shown.shows(c)), f"a request for {cat}",
-                        served=served)
+        shown = next((c for c in served if ctx.shown.shows(c)), None)  # _fit names it as shown (renamed or not)
+        if shown:
+            out += _fit(ctx, term, shown, f"a request for {cat}", served=served)
     return out
 
 
