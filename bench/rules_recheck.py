@@ -55,9 +55,12 @@ def main() -> None:
         added = [v for v in after if v.code not in before]
         ok = rec.status == "accepted"
         accepted += ok
-        if args.show_accepted and ok and not after:
-            kept += 1
-            print(f"[kept] {rec.input.get('query')!r}\n    {_tasks(rec.output)}")
+        if args.show_accepted and not after:
+            # a plan rejected at generation that --rules passes was rejected by an older rule set, or by a check
+            # outside the rules (max_tokens): printed apart
+            kept += ok
+            print(f"[{'kept' if ok else 'passes --rules, rejected at generation'}] {rec.input.get('query')!r}\n"
+                  f"    {_tasks(rec.output)}")
         if added:
             newly += ok
             rejected_new += not ok
