@@ -51,11 +51,8 @@ def merge_detail(position: int, text: str, detail: str) -> str:
 
 def dropped_positions(store: Store, spec_hash: str) -> dict[str, set[int]]:
     """record id -> positions of its queries a merge dropped as cross-shard duplicates."""
-    rows = store.con.execute(
-        "SELECT v.record_id, v.detail FROM verdicts v WHERE v.stage = ? AND v.code = ? AND v.record_id IN "
-        "(SELECT record_id FROM records WHERE spec_hash = ?)", [MERGE_STAGE, CROSS_SHARD_DUP, spec_hash]).fetchall()
     out: dict[str, set[int]] = {}
-    for rid, detail in rows:
+    for rid, detail in store.stage_verdicts(spec_hash, MERGE_STAGE, CROSS_SHARD_DUP):
         m = _POSITION.match(detail or "")
         if m:
             out.setdefault(rid, set()).add(int(m.group(1)) - 1)

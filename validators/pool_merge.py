@@ -47,9 +47,7 @@ def pool_figures(store: Store, rs: ResolvedSpec, *, dropped_now: int = 0, pool: 
     pool = pool_items(store, rs) if pool is None else pool
     kept = Counter(i.get("cell") for i in pool)
     quotas = {c.name: c.quota for c in plan_cells(rs)}
-    dropped = store.con.execute(
-        "SELECT count(*) FROM verdicts WHERE stage = ? AND code = ? AND record_id IN "
-        "(SELECT record_id FROM records WHERE spec_hash = ?)", [MERGE_STAGE, CROSS_SHARD_DUP, rs.hash]).fetchone()[0]
+    dropped = len(store.stage_verdicts(rs.hash, MERGE_STAGE, CROSS_SHARD_DUP))
     return {"spec": rs.ref, "queries": len(pool), "target": rs.spec.synthesis.target,
             "cross_shard_dropped": dropped, "dropped_now": dropped_now,
             "cells_short": {c: f"{kept.get(c, 0)}/{q}" for c, q in sorted(quotas.items()) if kept.get(c, 0) < q},

@@ -36,4 +36,4 @@ def test_a_queries_spec_gets_its_scripts(tmp_path):
     res = invoke("slurm", "generate", spec, "--nodes", 2, "--out", tmp_path / "job")
     assert res.exit_code == 0, res.output
     assert "--array=0-1" in (tmp_path / "job" / "generate.sbatch").read_text(encoding="utf-8")
-    assert "mashbill merge" in (tmp_path / "job" / "merge.sbatch").read_text(encoding="utf-8")
+    assert '"$MASHBILL" merge' in (tmp_path / "job" / "merge.sbatch").read_text(encoding="utf-8")
