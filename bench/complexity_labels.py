@@ -113,6 +113,10 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
     ap.add_argument("--show", type=int, default=0, help="print up to N wrong accepted labels per mode (tune split!)")
+    ap.add_argument("--save-labels", type=Path, default=None,
+                    help="write the teacher's labels per mode to this JSON file (query -> label), to rerun rules on them")
+    ap.add_argument("--labels", type=Path, default=None,
+                    help="read the teacher's labels per mode from a --save-labels file instead of running the teacher")
     args = ap.parse_args()
 
     from mashbill.factory.teachers import make_teacher
@@ -123,7 +127,9 @@ def main() -> None:
     rows = load_rows(args.split)[: args.limit]
     rulesets = [(p.stem, load_complexity_rules(p)) for p in args.rules]
     rs_spec = load_spec(args.spec)
-    teacher = make_teacher(rs_spec.spec.teacher, threads=args.threads)
+    saved = json.loads(args.labels.read_text(encoding="utf-8")) if args.labels else None
+    teacher = None if saved else make_teacher(rs_spec.spec.teacher, threads=args.threads)
+    keep: dict[str, dict[str, str | None]] = {}
     last: list[str] = []
     heur = [heuristic(rulesets[-1][1], analyze(rulesets[-1][1], r["query"]))[0] for r in rows]
     h_acc = sum(h == r["label"] for h, r in zip(heur, rows)) / len(rows)
@@ -132,8 +138,12 @@ def main() -> None:
     last.append(f"heuristic_acc={h_acc:.3f}")
     try:
         for mode in args.mode:
-            labels = (sampled_labels(rs_spec, teacher, rows) if mode == "sample"
-                      else scored_labels(rs_spec, teacher, rows, calibrated=mode == "calibrated"))
+            if saved is not None:
+                labels = [saved[mode][r["query"]] for r in rows]
+            else:
+                labels = (sampled_labels(rs_spec, teacher, rows) if mode == "sample"
+                          else scored_labels(rs_spec, teacher, rows, calibrated=mode == "calibrated"))
+            keep[mode] = {r["query"]: lab for r, lab in zip(rows, labels)}
             acc = sum(lab == r["label"] for lab, r in zip(labels, rows)) / len(rows)
             print(f"mode={mode} teacher accuracy={acc:.3f} labels={dict(Counter(labels))}")
             print(confusion(rows, labels))
@@ -159,7 +169,10 @@ def main() -> None:
                             print(f"    accepted wrong: {lab} (gold {r['label']}) {r['query'][:110]!r}")
             sys.stdout.flush()
     finally:
-        teacher.close()
+        if teacher is not None:
+            teacher.close()
+    if args.save_labels:
+        args.save_labels.write_text(json.dumps(keep, ensure_ascii=False, indent=0), encoding="utf-8")
     print(" ".join(last) + f" rows={len(rows)}")
 
 

@@ -63,6 +63,8 @@ _TABLE = [
     ("CPLX004", "reject", "complexity", "memory_recall with no recall phrase and no history", "recall-unfounded"),
     ("CPLX005", "reject", "complexity", "a short factual lookup or greeting is labelled complex", "short-lookup-not-complex"),
     ("CPLX006", "flag", "complexity", "the label disagrees with the reference heuristic (for a reviewer)", "heuristic-agrees"),
+    ("CPLX007", "reject", "complexity", "complex without complexity evidence (a short single job)", "complex-without-evidence"),
+    ("CPLX008", "reject", "complexity", "trivial on a request that asks for work (a calculation, code, a text, a how-to)", "trivial-needs-work"),
     ("SPAN001", "reject", "validate", "the target is partly beyond max_seq_len"),
     ("SPAN002", "reject", "validate", "the target is entirely beyond max_seq_len"),
     ("SPAN003", "reject", "validate", "the prompt alone fills the window"),

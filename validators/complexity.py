@@ -157,6 +157,56 @@ def _short_lookup(rs, f, label):
             f"research, domain, code, maths or how-to marker) labelled complex")
 
 
+def latin_share(text: str) -> float:
+    """The share of letters that are Latin (ASCII or Latin-1/Extended), 1.0 without letters."""
+    letters = [c for c in text if c.isalpha()]
+    return sum(c < "\u0250" for c in letters) / len(letters) if letters else 1.0
+
+
+def complex_evidence(rs, f) -> str | None:
+    """Why a request may be complex (moe-complexity@3), or None: long, long pasted input, a complex_evidence cue
+    (compare, design, implement a whole game or algorithm, standards, research, step by step), maths notation in a
+    long enough problem, or a script the English and German cues cannot read."""
+    b = rs.bounds
+    if f.words >= b.long_words:
+        return f"{f.words} words"
+    if len(f.query) >= b.long_chars:
+        return f"{len(f.query)} characters"
+    if f.hit("complex_evidence"):
+        return f"cue '{f.hit('complex_evidence').strip()}'"
+    if f.hit("maths") and f.words >= b.maths_words:
+        return f"maths notation in {f.words} words"
+    share = latin_share(f.query)
+    if share < b.latin_share:
+        return f"{share:.0%} Latin letters (the cues are English and German)"
+    if rs.cues.en_de and f.words >= b.foreign_words and not f.hit("en_de"):
+        return f"{f.words} words without an English or German function word (the cues cannot read it)"
+    return None
+
+
+@rule("complex-without-evidence")
+def _complex_without_evidence(rs, f, label):
+    # A short lookup labelled complex is CPLX005's, the more specific reason: one code per wrong label.
+    if label != "complex" or complex_evidence(rs, f) or _short_lookup(rs, f, label):
+        return None
+    return (f"complex without complexity evidence ({f.words} words; no compare/analyse/design/implement-a-whole-thing, "
+            f"standards, research or step-by-step cue, no long input or maths problem)")
+
+
+@rule("trivial-needs-work")
+def _trivial_needs_work(rs, f, label):
+    if label != "trivial" or f.hit("utility") or f.words >= rs.bounds.long_words:  # CPLX002 / CPLX003 say those
+        return None
+    for group in ("calculation", "code", "not_lookup", "task"):
+        if f.hit(group):
+            return f"trivial, but a {group} cue '{f.hit(group).strip()}' asks for work"
+    if f.words >= rs.bounds.long_words or len(f.query) >= rs.bounds.long_chars:
+        return f"trivial for a long input ({f.words} words, {len(f.query)} characters)"
+    if f.words > rs.bounds.trivial_max_words:
+        return f"trivial for {f.words} words (> {rs.bounds.trivial_max_words})"
+    return None
+
+
 @rule("heuristic-agrees")
 def _agrees(rs, f, label):
     expected, why = heuristic(rs, f)
