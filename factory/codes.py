@@ -65,6 +65,7 @@ _TABLE = [
     ("CPLX006", "flag", "complexity", "the label disagrees with the reference heuristic (for a reviewer)", "heuristic-agrees"),
     ("CPLX007", "reject", "complexity", "complex without complexity evidence (a short single job)", "complex-without-evidence"),
     ("CPLX008", "reject", "complexity", "trivial on a request that asks for work (a calculation, code, a text, a how-to)", "trivial-needs-work"),
+    ("CPLX009", "reject", "complexity", "moderate on a long input (complex) or a short factual lookup with no cue of work (trivial)", "moderate-out-of-range"),
     ("SPAN001", "reject", "validate", "the target is partly beyond max_seq_len"),
     ("SPAN002", "reject", "validate", "the target is entirely beyond max_seq_len"),
     ("SPAN003", "reject", "validate", "the prompt alone fills the window"),
