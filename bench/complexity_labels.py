@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
 RULES_DIR = ROOT / "specs" / "library" / "shared" / "rules"
-SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@2.yaml"
+SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@4.yaml"  # the prompt and teacher of @1-@4
 CLASSES = ("trivial", "moderate", "complex", "memory_recall")
 
 
@@ -36,9 +36,10 @@ def load_rows(split: str) -> list[dict]:
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
-def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_reject: bool = False
-                       ) -> tuple[int, int]:
-    """(accepted, accepted and right) under rule set `rs` (`flags_reject`: a flag, CPLX006, rejects too)."""
+def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_reject: bool = False,
+                       per_class: Counter | None = None) -> tuple[int, int]:
+    """(accepted, accepted and right) under rule set `rs` (`flags_reject`: a flag, CPLX006, rejects too);
+    `per_class` collects (label, right) counts of what is accepted."""
     from mashbill.validators.complexity import check_complexity
 
     acc = right = 0
@@ -49,6 +50,8 @@ def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_rej
             continue
         acc += 1
         right += label == r["label"]
+        if per_class is not None:
+            per_class[(label, label == r["label"])] += 1
     return acc, right
 
 
@@ -106,7 +109,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", type=Path, default=SPEC)
     ap.add_argument("--rules", type=Path, nargs="+",
-                    default=[RULES_DIR / "moe-complexity@1.yaml", RULES_DIR / "moe-complexity@2.yaml"])
+                    default=[RULES_DIR / f"moe-complexity@{v}.yaml" for v in (1, 2, 3)])
     ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
     ap.add_argument("--mode", nargs="+", default=["sample", "score", "calibrated"],
                     choices=("sample", "score", "calibrated"))
@@ -149,10 +152,13 @@ def main() -> None:
             print(confusion(rows, labels))
             last.append(f"{mode}_acc={acc:.3f}")
             for name, rs in rulesets:
-                a, right = accepted_precision(rs, rows, labels)
+                per: Counter = Counter()
+                a, right = accepted_precision(rs, rows, labels, per_class=per)
                 prec = right / a if a else 0.0
+                classes = ", ".join(f"{c} {per[(c, True)]}/{per[(c, True)] + per[(c, False)]}" for c in CLASSES
+                                    if per[(c, True)] + per[(c, False)])
                 print(f"  rules={name}: accepted {a}/{len(rows)} ({a / len(rows):.3f}), right {right} "
-                      f"(precision {prec:.3f})")
+                      f"(precision {prec:.3f}; right/accepted per class: {classes or 'none'})")
                 tag = name.replace("moe-complexity@", "r")
                 last.append(f"{mode}_{tag}_accepted={a / len(rows):.3f} {mode}_{tag}_precision={prec:.3f}")
                 if name == rulesets[-1][0]:  # what promoting the heuristic flag (CPLX006) to a reject would do
