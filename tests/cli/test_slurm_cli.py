@@ -23,3 +23,14 @@ def test_an_embedded_teacher_is_refused(cli_store, tmp_path):
     res = invoke("slurm", "generate", cli_store.spec, "--nodes", 2, "--out", tmp_path / "job")
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and "backend: openai" in res.stderr, res.output
     assert not (tmp_path / "job").exists()
+
+
+def test_a_queries_spec_is_refused(tmp_path):
+    """Its array tasks would each fill every quota (`generate --shard` refuses a queries spec)."""
+    from tests.factory.synth_specs import write_queries_spec
+
+    spec = write_queries_spec(tmp_path / "lib", teacher={"backend": "openai", "model": "m",
+                                                         "base_url": "http://127.0.0.1:9/v1"})
+    res = invoke("slurm", "generate", spec, "--nodes", 2, "--out", tmp_path / "job")
+    assert res.exit_code == 2 and len(error_lines(res)) == 1 and "cannot be sharded" in res.stderr, res.output
+    assert not (tmp_path / "job").exists()
