@@ -216,12 +216,14 @@ def _trivial_needs_work(rs, f, label):
 @rule("moderate-out-of-range")
 def _moderate_out_of_range(rs, f, label):
     """moderate is one concrete job: a long input is complex by the class definitions (as CPLX003 holds for trivial),
-    and a short factual lookup with no cue of work is trivial (as CPLX005 holds for complex)."""
+    and a short factual lookup with no cue of work or a short greeting is trivial (as CPLX005 holds for complex)."""
     if label != "moderate" or _recall_cue(rs, f, label) or _utility(rs, f, label):
         return None
     b = rs.bounds
     if f.words >= b.long_words or len(f.query) >= b.long_chars:
         return f"moderate for a long input ({f.words} words, {len(f.query)} characters): complex by the class definitions"
+    if f.hit("greeting") and f.words <= b.short_words:  # as CPLX005 holds for complex
+        return f"moderate for a short greeting ({f.words} words, '{f.hit('greeting').strip()}'): trivial"
     if f.words > b.short_lookup_words or not f.hit("factual_opener"):
         return None
     work = next((g for g in ("calculation", "code", "not_lookup", "task", "domain", "complex_evidence", "maths")
