@@ -58,11 +58,6 @@ class Cell:
         return f"{self.type}/{self.lang}/{'trap' if self.trap else 'plain'}"
 
 
-def _split(total: int, names: list[str]) -> dict[str, int]:
-    base, extra = divmod(total, len(names)) if names else (0, 0)
-    return {n: base + (i < extra) for i, n in enumerate(sorted(names))}
-
-
 def _split_by_share(total: int, shares: dict[str, float]) -> dict[str, int]:
     """total split by shares, rounded by largest remainder (the parts add up to total)."""
     weight = sum(shares.values()) or 1.0
@@ -83,15 +78,35 @@ def plan_cells(rs: ResolvedSpec) -> list[Cell]:
             by_cell.setdefault((str(row.get("type") or "general"), row["lang"]), []).append(row["query"])
     plain = {f"{t}/{lang}/plain": (t, lang) for t, lang in by_cell}
     traps = {f"{rule}/{lang}/trap": (rule, lang) for rule in syn.traps for lang in langs}
+    known = {t for t, _ in by_cell} | set(syn.traps)
+    unknown = sorted(k for k in syn.weights if k.split("/")[0] not in known or k.count("/") > 1
+                     or ("/" in k and k.split("/")[1] not in langs))
+    if unknown:
+        raise SpecError(str(rs.path), f"synthesis.weights names no cell: {', '.join(unknown)} (a seed type or trap "
+                        "rule, optionally /LANG)", field="synthesis")
+    # a cell's weight: "TYPE/LANG", else "TYPE", else 1; a cell of weight 0 gets no quota
+    weight = {n: syn.weights.get(f"{t}/{lang}", syn.weights.get(t, 1.0)) for n, (t, lang) in {**plain, **traps}.items()}
+
+    def split(total: int, names) -> dict[str, int]:
+        live = {n: weight[n] for n in names if weight[n] > 0}
+        return _split_by_share(total, live) if live else {}
+
+    def trap_part(total: int, names) -> int:  # no trap cell left (all weighed 0): the plain cells get it all
+        return round(total * syn.trap_share) if any(weight[n] > 0 for n in names) else 0
+
     quotas: dict[str, int] = {}
-    if syn.language_shares:  # each language's part of the target, then its cells alike
+    if syn.language_shares:  # each language's part of the target, then its cells by weight
         for lang, part in _split_by_share(syn.target, {lang: syn.language_shares.get(lang, 0.0) for lang in langs}).items():
-            trap_part = round(part * syn.trap_share) if syn.traps else 0
-            quotas.update(_split(part - trap_part, [n for n, (_, lg) in plain.items() if lg == lang]))
-            quotas.update(_split(trap_part, [n for n, (_, lg) in traps.items() if lg == lang]))
+            lang_traps = [n for n, (_, lg) in traps.items() if lg == lang]
+            t_part = trap_part(part, lang_traps)
+            quotas.update(split(part - t_part, [n for n, (_, lg) in plain.items() if lg == lang]))
+            quotas.update(split(t_part, lang_traps))
     else:
-        trap_total = round(syn.target * syn.trap_share) if syn.traps else 0
-        quotas = {**_split(syn.target - trap_total, list(plain)), **_split(trap_total, list(traps))}
+        t_total = trap_part(syn.target, traps)
+        quotas = {**split(syn.target - t_total, plain), **split(t_total, traps)}
+    if syn.weights and sum(quotas.values()) < syn.target:
+        raise SpecError(str(rs.path), f"synthesis.weights leave {syn.target - sum(quotas.values())} of the target "
+                        "to no cell: give every language with a share a cell of weight above 0", field="synthesis")
     cells, problems = [], []
     for name, (t, lang) in sorted({**plain, **traps}.items()):
         trap = name in traps
@@ -102,7 +117,7 @@ def plan_cells(rs: ResolvedSpec) -> list[Cell]:
         else:
             seeds = by_cell[(t, lang)]
             hint = syn.type_hints.get(t, f"requests of the type '{t}'")
-        if len(seeds) < syn.min_seeds_per_cell:
+        if len(seeds) < syn.min_seeds_per_cell and weight[name] > 0:
             problems.append(f"{name} has {len(seeds)} seed(s), synthesis.min_seeds_per_cell is "
                             f"{syn.min_seeds_per_cell}")
         if quotas.get(name, 0) > 0:
