@@ -15,7 +15,7 @@ Each check returns verdicts (``mashbill.factory.records.Verdict``) with a stable
 - ``FMT001``-``FMT003`` unreadable, incomplete or foreign rows of an input file (``inputs.py``).
 - ``ARG001``-``ARG004`` argument fidelity (``fidelity.py``), ``COPY001``/``DRIFT001`` parroting and drift
   (``drift.py``): rules of the rule set too.
-- ``CPLX001``-``CPLX006`` complexity labels against the reference estimator's overrides and heuristic: the
+- ``CPLX001``-``CPLX009`` complexity labels against the reference estimator's overrides and heuristic: the
   complexity rule set (``specs/library/shared/rules/moe-complexity@1.yaml``, ``complexity_rules.py``) and
   ``complexity.py``, one entry per rule.
 
