@@ -19,8 +19,8 @@ from mashbill.specs import ResolvedSpec, find_spec, load_spec
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 SCREEN_CODES = ("SYN001", "SYN002", "SYN003", "SYN004", "SYN005", "SYN006", "SYN007", "SYN008", "SYN009", "SYN010",
-                "SYN011", "SYN012", "SYN013", "LEAK001")
-DUP_CODES = ("SYN003", "SYN004", "SYN005")
+                "SYN011", "SYN012", "SYN013", "SYN020", "LEAK001")
+DUP_CODES = ("SYN003", "SYN004", "SYN005", "SYN020")
 
 
 def distinct_n(texts: list[str], n: int) -> float:
@@ -79,6 +79,7 @@ def synthesis_figures(store: Store, resolve=None) -> list[dict]:
             "nn_distance": dist, "filter_codes": codes, "offered": len(texts) + dropped,
             "dup_share": round(sum(codes.get(c, 0) for c in DUP_CODES) / max(1, len(texts) + dropped), 4),
             "holdout_hits": holdout_hits(texts, holdout_items(rs)),
+            "cross_shard_dropped": codes.get("SYN020", 0),  # dropped by `mashbill merge` (validators.pool_merge)
         })
     return out
 
@@ -158,7 +159,9 @@ def judge_figures(store: Store, resolve=None) -> list[dict]:
 def summary_lines(synth: list[dict], judge: list[dict]) -> list[str]:
     """The terminal summary's lines for query synthesis and the judge (the HTML has the rest)."""
     out = [f"  queries {f['spec']}: {f['queries']} kept (target {f['target']}), cells at quota {f['cells_met']} of "
-           f"{f['cells_total']}, holdout hits {f['holdout_hits']}, distinct-2 {f['distinct2']:.3f}" for f in synth]
+           f"{f['cells_total']}, holdout hits {f['holdout_hits']}, distinct-2 {f['distinct2']:.3f}"
+           + (f", cross-shard duplicates dropped {f['cross_shard_dropped']}" if f.get("cross_shard_dropped") else "")
+           for f in synth]
     for f in judge:
         parts = []
         if f.get("scored") is not None:

@@ -18,7 +18,8 @@ def synthesis_html(figs: list[dict], figure, grouped_bars, bars, histogram, e) -
             "cells at quota": f"{f['cells_met']} of {f['cells_total']}",
             "trap queries": f["traps"], "languages": ", ".join(f"{k} {v}" for k, v in f["langs"].items()),
             "teacher calls": f["calls"], "queries offered / kept": f"{f['offered']} / {f['queries']}",
-            "duplicate share (seeds, pool, near)": f"{f['dup_share']:.1%}",
+            "duplicate share (seeds, pool, near, across shards)": f"{f['dup_share']:.1%}",
+            "cross-shard duplicates dropped at merge": f.get("cross_shard_dropped", 0),
             "distinct-1 / distinct-2": f"{f['distinct1']:.3f} / {f['distinct2']:.3f} "
                                        f"(seeds' distinct-2 {f['seed_distinct2']:.3f})",
             "holdout hits": f["holdout_hits"],

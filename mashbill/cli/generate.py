@@ -101,9 +101,6 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
             raise MashbillError(f"{rs.ref} ({rs.path}): {problem}; or pass --allow-unlocked to generate from a "
                                 "draft (recorded on the run)")
         args = {**(args or {}), "allow_unlocked": True, "unlocked": problem}
-    if shard is not None and rs.spec.kind == "queries":  # each shard would fill every quota, deduplicating alone
-        raise MashbillError(f"{rs.ref}: query synthesis cannot be sharded yet (each shard would fill every cell's "
-                            "quota and check duplicates only against itself); run it without --shard")
     if base_url and rs.spec.teacher.backend != "openai":
         raise MashbillError(f"--base-url is for teachers with backend 'openai'; {rs.ref} uses "
                             f"'{rs.spec.teacher.backend}'")

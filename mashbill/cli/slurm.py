@@ -63,9 +63,6 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
         raise MashbillError(f"{rs.ref} uses teacher.backend '{teacher.backend}'; the SLURM job starts a vLLM server "
                             "per node and talks to it, so the spec's teacher needs backend: openai and the model "
                             "name vLLM should serve")
-    if rs.spec.kind == "queries":  # the array tasks run `generate --shard`, which refuses a queries spec
-        raise MashbillError(f"{rs.ref}: query synthesis cannot be sharded yet (each shard would fill every cell's "
-                            "quota); run `mashbill generate` on one node")
     from mashbill.specs.lock import lock_problem
 
     problem = lock_problem(rs)

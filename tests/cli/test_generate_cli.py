@@ -29,14 +29,3 @@ def test_generate_of_an_unknown_spec_is_one_line(tmp_path):
     res = invoke("generate", "no-such-spec", "--store", tmp_path / "s")
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and "no-such-spec" in res.stderr, res.output
     assert not (tmp_path / "s").exists()
-
-
-def test_a_sharded_queries_spec_is_refused_before_the_store_opens(tmp_path):
-    """Each shard would fill every cell's quota and deduplicate only against itself (merged: 14 queries for a
-    target of 10): refused in one line until the quotas are split per shard."""
-    from tests.factory.synth_specs import write_queries_spec
-
-    spec = write_queries_spec(tmp_path / "lib")
-    res = invoke("generate", spec, "--store", tmp_path / "s", "--shard", "0/2", "--allow-unlocked", "--no-progress")
-    assert res.exit_code == 2 and len(error_lines(res)) == 1 and "cannot be sharded" in res.stderr, res.output
-    assert not (tmp_path / "s").exists()

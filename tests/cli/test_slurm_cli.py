@@ -25,12 +25,15 @@ def test_an_embedded_teacher_is_refused(cli_store, tmp_path):
     assert not (tmp_path / "job").exists()
 
 
-def test_a_queries_spec_is_refused(tmp_path):
-    """Its array tasks would each fill every quota (`generate --shard` refuses a queries spec)."""
+def test_a_queries_spec_gets_its_scripts(tmp_path):
+    """Each array task fills its share of every quota (`generate --shard`); merge.sbatch's `mashbill merge` drops
+    the cross-shard duplicates (tests/factory/test_synth_shards.py runs both)."""
     from tests.factory.synth_specs import write_queries_spec
 
     spec = write_queries_spec(tmp_path / "lib", teacher={"backend": "openai", "model": "m",
                                                          "base_url": "http://127.0.0.1:9/v1"})
+    assert invoke("spec", "lock", spec).exit_code == 0
     res = invoke("slurm", "generate", spec, "--nodes", 2, "--out", tmp_path / "job")
-    assert res.exit_code == 2 and len(error_lines(res)) == 1 and "cannot be sharded" in res.stderr, res.output
-    assert not (tmp_path / "job").exists()
+    assert res.exit_code == 0, res.output
+    assert "--array=0-1" in (tmp_path / "job" / "generate.sbatch").read_text(encoding="utf-8")
+    assert '"$MASHBILL" merge' in (tmp_path / "job" / "merge.sbatch").read_text(encoding="utf-8")
