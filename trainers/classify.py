@@ -46,6 +46,8 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
         from mashbill.trainers.distill import attach_teacher, distill_trainer_class
 
         enc = attach_teacher(teacher, datasets, enc, info, cfg.max_length)
+        model.config.mashbill_distilled_from = {"run": str(teacher), "alpha": cfg.distill_alpha,
+                                                "temperature": cfg.distill_temperature}
         targs["remove_unused_columns"] = False
         make, extra = distill_trainer_class(), {"alpha": cfg.distill_alpha, "temperature": cfg.distill_temperature,
                                                 "multi_label": multi}

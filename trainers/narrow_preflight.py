@@ -11,13 +11,12 @@ from mashbill.errors import MashbillError
 
 
 def check_narrow(pf, base_dir: Path) -> Path | None:
-    """Raise PreflightError on the first refusal; return the resolved teacher run folder (or None)."""
-    from mashbill.trainers.preflight import PreflightError
-
+    """Raise MashbillError (one line, naming the config) on the first refusal; return the resolved teacher run
+    folder (or None). The preflight turns it into its own error."""
     cfg = pf.config
     for name in ("student_width", "student_ffn", "distill_from"):
         if getattr(cfg, name) is not None and cfg.method != "classify":
-            raise PreflightError(f"config {cfg.name}: {name} applies to method classify, not {cfg.method}")
+            raise MashbillError(f"config {cfg.name}: {name} applies to method classify, not {cfg.method}")
     try:
         if cfg.student_width is not None or cfg.student_ffn is not None:
             from mashbill.trainers.base_model import locate
@@ -41,8 +40,6 @@ def check_narrow(pf, base_dir: Path) -> Path | None:
             labels = label_info(pf.manifest)["id2label"] if (pf.manifest.get("classes") or {}).get("names") else None
         check_teacher(cfg, run, pf.manifest, labels)
         return run
-    except PreflightError:
-        raise
     except MashbillError as exc:
         msg = str(exc)
-        raise PreflightError(msg if msg.startswith("config ") else f"config {cfg.name}: {msg}") from None
+        raise MashbillError(msg if msg.startswith("config ") else f"config {cfg.name}: {msg}") from None

@@ -156,7 +156,10 @@ def run_preflight(cfg: TrainConfig, config_dir: Path | None = None) -> Preflight
     if cfg.student_width is not None or cfg.student_ffn is not None or cfg.distill_from is not None:
         from mashbill.trainers.narrow_preflight import check_narrow
 
-        pf.teacher_path = check_narrow(pf, base_dir)
+        try:
+            pf.teacher_path = check_narrow(pf, base_dir)
+        except MashbillError as exc:
+            raise PreflightError(str(exc)) from None
     if cfg.method == "classify":
         _check_classify(pf)
     else:

@@ -165,6 +165,16 @@ def test_train_classify_distils_a_narrow_student_and_refuses_a_foreign_teacher(s
     model = AutoModelForSequenceClassification.from_pretrained(str(tmp_path / "run" / "model"))
     assert (model.config.hidden_size, model.config.intermediate_size, model.config.num_hidden_layers) == (128, 256, 1)
     assert res.metrics["eval"]["eval_examples"] > 0
+    assert model.config.mashbill_distilled_from == {"run": str(teacher.resolve()), "alpha": 0.3, "temperature": 2.0}
+    # it exports like any classify run: the graph is the narrow one and matches its PyTorch model
+    import onnx
+
+    from mashbill.exporters.build import export_onnx
+
+    out, m = export_onnx(tmp_path / "run", out=tmp_path / "onnx", snapshot=snaps.cx, latency_samples=5, threads=(1,))
+    assert m["reports"]["parity"]["parity"]["fp32"]["agreement"] == 1.0
+    dims = [list(i.dims) for i in onnx.load(str(out / "model.onnx")).graph.initializer]
+    assert [128, 256] in dims and [256, 128] in dims and [384, 1536] not in dims and [1536, 384] not in dims
 
     # a teacher of another snapshot, or with other labels: one-line refusals naming both values, nothing loaded
     other = tmp_path / "other"
