@@ -21,6 +21,7 @@ def wide():
     from mashbill.trainers.base_model import minilm_folder
     from mashbill.trainers.classify import keep_layers
 
+    torch.set_num_threads(1)  # a busy 2-core CI box: spin-waiting OpenMP threads cost more than they give
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_pretrained(str(minilm_folder()), num_labels=3)
     keep_layers(model, 3)
