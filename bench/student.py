@@ -19,7 +19,16 @@ queries from each source. `mix_agreement` is INT8 vs PyTorch labels on those que
 `--variants` adds static INT8 (QDQ, MatMul only, per channel, calibrated on training texts: s8s8 and u8s8) and
 ONNX Runtime's BERT optimizer before dynamic INT8, measured in the same rounds.
 
-Last line (machine-readable; onnx_* are the chosen student's, by default 3 layers x 600 steps; l6_* the 6-layer's):
+`--narrow 3:256,3:192,...` adds narrow students (`student_layers` K, `student_width` HIDDEN, `student_ffn` FFN:
+trainers/narrow.py) distilled from `--teacher` (default the chosen student) as `distill_from` does
+(trainers/distill.py: alpha * CE + (1 - alpha) * T^2 * KL, the teacher's logits on the train rows computed once),
+the same rows, batch, learning rate and steps as the teacher; each is exported and measured beside the others,
+and its accuracy is compared with its teacher's (`*_drop_vs_teacher`, points). `--keep DIR` keeps the trained
+runs and exports (a later run with the same DIR reuses them); `--reuse DIR` re-measures them and trains nothing.
+
+Last line (machine-readable; onnx_* are the chosen student's, by default 3 layers x 600 steps; l6_* the 6-layer's
+when it is among --students; per narrow student N: N_acc= N_drop_vs_teacher= N_agreement= N_int8_drop=
+N_mix_agreement= N_p50_ms_1_16= N_p99_ms_1_16= ... N_p50_ms_mix= N_p99_ms_mix=):
   student_layers= onnx_int8_p50_ms= onnx_int8_p95_ms= onnx_int8_p99_ms= onnx_agreement= onnx_acc_drop=
   l6_p50_ms= l6_p95_ms= l6_p99_ms= l6_agreement= l6_acc_drop= acc_l6= acc_lK= ...
   int8_p50_ms_1_16= int8_p99_ms_1_16= ... _17_32= ... _33_64= ... _mix= l6_p50_ms_33_64= l6_p99_ms_33_64= mix_agreement=
@@ -141,6 +150,7 @@ def train_student(out: Path, train, names, *, layers: int | None, pick: str, ste
     order = np.concatenate([rng.permutation(len(train)) for _ in range(steps * batch // len(train) + 1)])
     model.train()
     t0 = time.perf_counter()
+    loss = torch.tensor(float("nan"))  # steps 0: an untrained model, for its shapes' latency only
     for step in range(steps):
         idx = order[step * batch:(step + 1) * batch]
         enc = tok([train[i][0] for i in idx], padding=True, truncation=True, max_length=64, return_tensors="pt")
@@ -316,8 +326,8 @@ def main() -> None:
     ap.add_argument("--choose", default="3:spread:600", help="the student the onnx_* keys report")
     ap.add_argument("--narrow", default="",
                     help="comma-separated K:HIDDEN[:FFN[:STEPS]] narrow students (student_layers K, student_width "
-                         "HIDDEN, student_ffn FFN; STEPS defaults to the teacher's), each distilled from --teacher "
-                         "(e.g. 3:256,3:192,3:128)")
+                         "HIDDEN, student_ffn FFN; STEPS defaults to the teacher's; STEPS 0: untrained, for latency "
+                         "only), each distilled from --teacher (e.g. 3:256,3:192,3:128)")
     ap.add_argument("--teacher", help="the student (a --students entry) the narrow ones distil from "
                                       "(default: --choose)")
     ap.add_argument("--alpha", type=float, default=0.5, help="distill_alpha (default %(default)s)")
