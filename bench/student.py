@@ -123,7 +123,7 @@ def nlu_scenarios(path: Path) -> tuple[list, list, list[str]]:
 
 def train_student(out: Path, train, names, *, layers: int | None, pick: str, steps: int, batch: int,
                   lr: float, seed: int = 0, width: int | None = None, ffn: int | None = None, teacher=None,
-                  alpha: float = 0.5, temperature: float = 2.0) -> dict:
+                  alpha: float = 0.5, temperature: float = 2.0, init: Path | None = None) -> dict:
     """A MiniLM sequence classifier (k layers cut as `student_layers` does, narrowed as `student_width` /
     `student_ffn` do), trained `steps` AdamW steps; with `teacher` (logits per train row) distilled as
     `distill_from` does (trainers/distill.py)."""
@@ -137,10 +137,11 @@ def train_student(out: Path, train, names, *, layers: int | None, pick: str, ste
 
     base = minilm_folder()
     torch.manual_seed(seed)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(base), num_labels=len(names), id2label=dict(enumerate(names)),
+    model = AutoModelForSequenceClassification.from_pretrained(  # init: a trained run's model (base_model: RUN/model)
+        str(init or base), num_labels=len(names), id2label=dict(enumerate(names)),
         label2id={n: i for i, n in enumerate(names)})
-    kept = keep_layers(model, layers, pick) if layers else list(range(model.config.num_hidden_layers))
+    have = model.config.num_hidden_layers
+    kept = keep_layers(model, layers, pick) if layers and layers != have else list(range(have))
     if width is not None or ffn is not None:
         model, _ = shrink_width(model, width, ffn)
     tok = AutoTokenizer.from_pretrained(str(base))
@@ -330,6 +331,10 @@ def main() -> None:
                          "only), each distilled from --teacher (e.g. 3:256,3:192,3:128)")
     ap.add_argument("--teacher", help="the student (a --students entry) the narrow ones distil from "
                                       "(default: --choose)")
+    ap.add_argument("--narrow-init", choices=("base", "teacher"), default="base",
+                    help="narrow students start from the base MiniLM cut to K layers (as student_layers + "
+                         "student_width do), or from the trained teacher's weights (base_model: TEACHER_RUN/model; "
+                         "K must be the teacher's layer count; keys end in _ti) (default %(default)s)")
     ap.add_argument("--alpha", type=float, default=0.5, help="distill_alpha (default %(default)s)")
     ap.add_argument("--temperature", type=float, default=2.0, help="distill_temperature (default %(default)s)")
     ap.add_argument("--steps", type=int, default=300)
@@ -369,6 +374,8 @@ def main() -> None:
     teacher_spec = args.teacher or args.choose
     teacher_key = student_key(teacher_spec, args.steps)
     narrow = [narrow_spec(x, student_name(teacher_spec, args.steps)[2]) for x in args.narrow.split(",") if x]
+    if args.narrow_init == "teacher":
+        narrow = [(*n[:4], n[4] + "_ti") for n in narrow]
 
     def ensure(run: Path, **kw) -> dict:
         if (run / "model" / "config.json").is_file():
@@ -408,7 +415,8 @@ def main() -> None:
                 if not (run / "model" / "config.json").is_file() and t_logits is None:
                     t_logits = torch_logits(t_model, t_tok, [t for t, _ in train], 64).astype(np.float32)
                 info = ensure(run, layers=k, pick="spread", steps=steps, width=hidden, ffn=ffn, teacher=t_logits,
-                              alpha=args.alpha, temperature=args.temperature)
+                              alpha=args.alpha, temperature=args.temperature,
+                              init=work / teacher_key / "model" if args.narrow_init == "teacher" else None)
                 res, _ = _measure(name, run, _exported(run, work / f"{name}-onnx"), texts, gold, names, sets, args,
                                   out)
                 res.update(spec=f"{k}:{hidden}:{ffn or ''}:{steps}", **info)
