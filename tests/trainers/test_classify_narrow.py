@@ -157,8 +157,10 @@ def test_train_classify_distils_a_narrow_student_and_refuses_a_foreign_teacher(s
               "max_length": 32, "student_layers": 1, "schedule": sched}
     teacher = tmp_path / "teacher"
     train(snaps.config(tmp_path, "cx-teacher", **common), stage="steps:6", out=teacher, log=lambda *_: None)
-    cfg = snaps.config(tmp_path, "cx-narrow", **common, student_width=128, student_ffn=256,
-                       distill_from=str(teacher), distill_alpha=0.3, distill_temperature=2.0)
+    # the student starts from the trained teacher's weights (base_model: its model folder), shrunk
+    cfg = snaps.config(tmp_path, "cx-narrow", **{**common, "student_layers": None, "base_model": str(teacher / "model")},
+                       student_width=128, student_ffn=256, distill_from=str(teacher), distill_alpha=0.3,
+                       distill_temperature=2.0)
     res = train(cfg, stage="steps:6", out=tmp_path / "run", log=lambda *_: None)
     losses = [e["loss"] for e in res.metrics["losses"]]
     assert len(losses) == 6 and losses[-1] < losses[0]
