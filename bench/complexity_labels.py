@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
 RULES_DIR = ROOT / "specs" / "library" / "shared" / "rules"
-SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@2.yaml"
+SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@4.yaml"  # the prompt and teacher of @1-@4
 CLASSES = ("trivial", "moderate", "complex", "memory_recall")
 
 
@@ -36,9 +36,10 @@ def load_rows(split: str) -> list[dict]:
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
-def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_reject: bool = False
-                       ) -> tuple[int, int]:
-    """(accepted, accepted and right) under rule set `rs` (`flags_reject`: a flag, CPLX006, rejects too)."""
+def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_reject: bool = False,
+                       per_class: Counter | None = None) -> tuple[int, int]:
+    """(accepted, accepted and right) under rule set `rs` (`flags_reject`: a flag, CPLX006, rejects too);
+    `per_class` collects (label, right) counts of what is accepted."""
     from mashbill.validators.complexity import check_complexity
 
     acc = right = 0
@@ -49,6 +50,8 @@ def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_rej
             continue
         acc += 1
         right += label == r["label"]
+        if per_class is not None:
+            per_class[(label, label == r["label"])] += 1
     return acc, right
 
 
@@ -106,13 +109,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", type=Path, default=SPEC)
     ap.add_argument("--rules", type=Path, nargs="+",
-                    default=[RULES_DIR / "moe-complexity@1.yaml", RULES_DIR / "moe-complexity@2.yaml"])
+                    default=[RULES_DIR / f"moe-complexity@{v}.yaml" for v in (1, 2, 3)])
     ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
     ap.add_argument("--mode", nargs="+", default=["sample", "score", "calibrated"],
                     choices=("sample", "score", "calibrated"))
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
     ap.add_argument("--show", type=int, default=0, help="print up to N wrong accepted labels per mode (tune split!)")
+    ap.add_argument("--save-labels", type=Path, default=None,
+                    help="write the teacher's labels per mode to this JSON file (query -> label), to rerun rules on them")
+    ap.add_argument("--labels", type=Path, default=None,
+                    help="read the teacher's labels per mode from a --save-labels file instead of running the teacher")
     args = ap.parse_args()
 
     from mashbill.factory.teachers import make_teacher
@@ -123,7 +130,9 @@ def main() -> None:
     rows = load_rows(args.split)[: args.limit]
     rulesets = [(p.stem, load_complexity_rules(p)) for p in args.rules]
     rs_spec = load_spec(args.spec)
-    teacher = make_teacher(rs_spec.spec.teacher, threads=args.threads)
+    saved = json.loads(args.labels.read_text(encoding="utf-8")) if args.labels else None
+    teacher = None if saved else make_teacher(rs_spec.spec.teacher, threads=args.threads)
+    keep: dict[str, dict[str, str | None]] = {}
     last: list[str] = []
     heur = [heuristic(rulesets[-1][1], analyze(rulesets[-1][1], r["query"]))[0] for r in rows]
     h_acc = sum(h == r["label"] for h, r in zip(heur, rows)) / len(rows)
@@ -132,17 +141,24 @@ def main() -> None:
     last.append(f"heuristic_acc={h_acc:.3f}")
     try:
         for mode in args.mode:
-            labels = (sampled_labels(rs_spec, teacher, rows) if mode == "sample"
-                      else scored_labels(rs_spec, teacher, rows, calibrated=mode == "calibrated"))
+            if saved is not None:
+                labels = [saved[mode][r["query"]] for r in rows]
+            else:
+                labels = (sampled_labels(rs_spec, teacher, rows) if mode == "sample"
+                          else scored_labels(rs_spec, teacher, rows, calibrated=mode == "calibrated"))
+            keep[mode] = {r["query"]: lab for r, lab in zip(rows, labels)}
             acc = sum(lab == r["label"] for lab, r in zip(labels, rows)) / len(rows)
             print(f"mode={mode} teacher accuracy={acc:.3f} labels={dict(Counter(labels))}")
             print(confusion(rows, labels))
             last.append(f"{mode}_acc={acc:.3f}")
             for name, rs in rulesets:
-                a, right = accepted_precision(rs, rows, labels)
+                per: Counter = Counter()
+                a, right = accepted_precision(rs, rows, labels, per_class=per)
                 prec = right / a if a else 0.0
+                classes = ", ".join(f"{c} {per[(c, True)]}/{per[(c, True)] + per[(c, False)]}" for c in CLASSES
+                                    if per[(c, True)] + per[(c, False)])
                 print(f"  rules={name}: accepted {a}/{len(rows)} ({a / len(rows):.3f}), right {right} "
-                      f"(precision {prec:.3f})")
+                      f"(precision {prec:.3f}; right/accepted per class: {classes or 'none'})")
                 tag = name.replace("moe-complexity@", "r")
                 last.append(f"{mode}_{tag}_accepted={a / len(rows):.3f} {mode}_{tag}_precision={prec:.3f}")
                 if name == rulesets[-1][0]:  # what promoting the heuristic flag (CPLX006) to a reject would do
@@ -159,7 +175,10 @@ def main() -> None:
                             print(f"    accepted wrong: {lab} (gold {r['label']}) {r['query'][:110]!r}")
             sys.stdout.flush()
     finally:
-        teacher.close()
+        if teacher is not None:
+            teacher.close()
+    if args.save_labels:
+        args.save_labels.write_text(json.dumps(keep, ensure_ascii=False, indent=0), encoding="utf-8")
     print(" ".join(last) + f" rows={len(rows)}")
 
 

@@ -12,6 +12,10 @@
    (a parroting teacher); the share the two rules catch. echo_false_reject: those plans flagged by COPY002 (moe-routing@4,
    the instruction lines of planner@2); echo_misattributed: another real query as the task (drift, not an echo)
    flagged as an echo; echo_detect: a random instruction line of the prompt as the task, the share COPY002 catches.
+   cut_false_reject: those plans flagged by PLAN011 (a task cut off, moe-routing@5); cut_sentence_flagged: one task per
+   sentence of the multi-sentence queries, flagged (read them: some sentences are no request); cut_word_detect and
+   cut_comma_detect: the query cut after a random word, or at its first comma, as the task: the share PLAN011 catches;
+   cut_head_detect: the part before the first comma without the comma.
 3. leak_false_hit: the dev queries split into two disjoint thirds per source, one as training records and one as
    holdout; every LEAK001 is a false hit unless the sources repeat a query (examples are printed).
    leak_recall: holdout queries with a suffix, a prefix or moved punctuation, as training records.
@@ -102,6 +106,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--per-source", type=int, default=400, help="real queries per source for parts 2 and 3")
+    ap.add_argument("--show-cut", type=int, default=5, help="flagged PLAN011 examples to print")
     args = ap.parse_args()
 
     from mashbill.factory.records import Verdict  # noqa: F401  (the package must import)
@@ -187,6 +192,41 @@ def main() -> None:
           f"flagged {len(echo_fp)}/{len(ok_plans)} {echo_fp[:3]}; another real query as the task flagged "
           f"{len(echo_mis)}/{len(drifted)} {echo_mis[:3]}; a prompt line as the task caught {echo_caught}/{echo_total}")
 
+    # 2c. no task cut off (PLAN011, moe-routing@5): plans whose task restates the real query (none may be flagged),
+    # plans with one task per sentence of a multi-sentence query (read the flagged ones: a sentence such as "Consider
+    # the following:" is no request either), and the same queries cut off: after a random word (a teacher that stops
+    # mid-sentence: many cuts end on a content word, which no rule can tell from an ending), and at their first comma
+    # (the quick start's "Under the Hague-Visby Rules,")
+    from mashbill.validators.truncation import _SENTENCES
+
+    def cut(q, plan):
+        return any(v.code == "PLAN011" for v in check_plan(rs, q, plan, shown, catalog))
+
+    real = [(q, p) for q, p in ok_plans[len(example_plans):]]
+    cut_fp = [q for q, plan in real if cut(q, plan)]
+    multi = [(q, [s.strip() for s in _SENTENCES.findall(q) if s.strip()]) for q in flat]
+    multi = [(q, ss) for q, ss in multi if 1 < len(ss) <= 4]
+    split_fp = [(q, ss) for q, ss in multi if cut(q, [{"task": s, "category": "general"} for s in ss])]
+    word_cut = word_caught = comma_cut = comma_caught = head_caught = 0
+    caught_ex = []
+    for q in flat:
+        words = q.split()
+        if len(words) >= 4:
+            k = rng.randrange(1, len(words) - 1)
+            word_cut += 1
+            if cut(q, [{"task": " ".join(words[:k]), "category": "general"}]):
+                word_caught += 1
+                caught_ex.append(" ".join(words[:k]))
+        head = q.split(",")[0]
+        if "," in q and len(head.split()) >= 2 and len(q) - len(head) > 10:
+            comma_cut += 1
+            comma_caught += cut(q, [{"task": head + ",", "category": "general"}])
+            head_caught += cut(q, [{"task": head, "category": "general"}])
+    print(f"2c. cut-off tasks (PLAN011): plans that restate their query flagged {len(cut_fp)}/{len(real)} {[q[-80:] for q in cut_fp[:args.show_cut]]}; "
+          f"one task per sentence flagged {len(split_fp)}/{len(multi)} {[ss for _, ss in split_fp[:4]]}; "
+          f"cut after a random word caught {word_caught}/{word_cut} {caught_ex[:4]}; cut at the first comma caught "
+          f"{comma_caught}/{comma_cut}, the same without its comma {head_caught}/{comma_cut}")
+
     # 3. leakage
     from mashbill.validators.dedup import normalize
 
@@ -214,6 +254,9 @@ def main() -> None:
           f" arg_false_reject={arg_bad / len(plans):.4f} copy_drift_false_reject={cd_bad / len(ok_plans):.4f} "
           f"parrot_detect={parrot_caught / parrot_total:.4f} echo_false_reject={len(echo_fp) / len(ok_plans):.4f} "
           f"echo_misattributed={len(echo_mis) / len(drifted):.4f} echo_detect={echo_caught / echo_total:.4f} "
+          f"cut_false_reject={len(cut_fp) / len(real):.4f} cut_sentence_flagged={len(split_fp) / len(multi):.4f} "
+          f"cut_word_detect={word_caught / word_cut:.4f} cut_comma_detect={comma_caught / comma_cut:.4f} "
+          f"cut_head_detect={head_caught / comma_cut:.4f} "
           f"leak_false_hit={false_hits / len(train):.4f} "
           f"leak_recall={recall:.4f} rows={n}")
 

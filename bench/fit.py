@@ -26,7 +26,14 @@ FIT002 (translation request) and FIT003 (a question about an earlier turn), labe
 
 One line per source and per split (tune = even rows of each source, report = odd rows), then the last line over all
 rows: `fit001_recall=R fit001_false_trigger=F plan009_false_reject=X plan009_identifier_recall=Y
-fit002_recall=R2 fit002_false_trigger=F2 fit003_followup_hits=H fit003_false_trigger=F3 rows=N`.
+fit002_recall=R2 fit002_false_trigger=F2 fit003_followup_hits=H fit003_false_trigger=F3 fit004_medical_hits=M
+fit004_medical_false_trigger=FM fit004_code_hits=C fit004_code_false_trigger=FC rows=N`.
+
+FIT004 (a request that plainly needs a shown category; moe-routing@5 lists medical_consult and code_reviewer): rows
+labelled as needing it are the Arena-Hard v0.1 prompts of the clusters its cluster-to-expert table maps to that
+category (plus MMLU clinical knowledge for medical, Arena-Hard v2.0 coding and CoNaLa for code; their hit rate is a
+floor, the triggers are narrow on purpose); false triggers are counted on the sources that plainly need another
+category (the other clusters, MT-Bench first turns, GSM8K, XQuAD-de ...); NQ-open hits are printed apart, to read.
 """
 
 from __future__ import annotations
@@ -99,6 +106,37 @@ def followup_rows(base: Path = DEFAULT_DIR) -> list[str]:
     """MT-Bench (EN, DE) second turns: they build on the first turn (some ask what was said)."""
     return [r["turns"][1] for folder in ("fastchat_mt_bench", "mt_bench_x_de")
             for r in _jsonl(base / folder / "question.jsonl") if len(r["turns"]) > 1]
+
+
+def category_rows(base: Path = DEFAULT_DIR) -> dict[str, dict[str, list[str]]]:
+    """FIT004 (category-fit): per category, rows its source labels as needing it (`pos`) and rows from sources that
+    plainly do not (`neg`); labels from the sources (a topic cluster, a benchmark category), never our triggers."""
+    clusters = {}
+    with open(base / "arena_hard_v0.1_cluster_to_expert.csv", encoding="utf-8") as f:
+        clusters = {r["cluster"]: r["proposed_expert"] for r in csv.DictReader(f)}
+    v01 = list(_jsonl(base / "arena_hard_auto" / "v0.1" / "question.jsonl"))
+    v2 = list(_jsonl(base / "arena_hard_auto" / "v2.0" / "question.jsonl"))
+    mt = [(r["category"], r["turns"][0]) for folder in ("fastchat_mt_bench", "mt_bench_x_de")
+          for r in _jsonl(base / folder / "question.jsonl")]
+    plain = _plain_questions(base)
+    with open(base / "routellm_evals" / "mmlu" / "mmlu_clinical_knowledge.csv", encoding="utf-8") as f:
+        clinical = [r["prompt"] for r in csv.DictReader(f)]
+    return {
+        "medical_consult": {
+            "pos": [r["prompt"] for r in v01 if clusters.get(r["cluster"]) == "medical"] + clinical,
+            "neg": [r["prompt"] for r in v01 if clusters.get(r["cluster"]) not in ("medical", None)]
+                   + [r["prompt"] for r in v2] + [t for _, t in mt] + plain["gsm8k"] + plain["conala"]
+                   + plain["xquad_de"],
+            "nq_open": plain["nq_open"]},
+        "code_reviewer": {
+            "pos": [r["prompt"] for r in v01 if clusters.get(r["cluster"]) == "code"]
+                   + [r["prompt"] for r in v2 if r.get("subcategory") == "coding"] + plain["conala"],
+            "neg": [r["prompt"] for r in v01 if clusters.get(r["cluster"]) not in ("code", "data_analysis",
+                                                                                    "technical_support", None)]
+                   + [r["prompt"] for r in v2 if r.get("subcategory") != "coding"]
+                   + [t for c, t in mt if c != "coding"] + plain["gsm8k"] + plain["xquad_de"],
+            "nq_open": plain["nq_open"]},
+    }
 
 
 _NAMES_FORM = re.compile(r"(?i)\b(?:poem|poet|song|lyrics|story|stories|novel|gedicht|lied|geschichte|roman|märchen)")
@@ -225,6 +263,21 @@ def main() -> None:
     print(f"translation requests: fired {sum(map(bool, tr_hits))}/{len(tr)}; MT-Bench second turns with a recall "
           f"phrase: {fu_hits}/{len(fu)}; negatives: translation fired {len(tr_false)}/{len(negatives)}, "
           f"recall fired {len(rc_false)}/{len(negatives)}")
+    # FIT004: per category of category_request, the trigger's hit rate on rows labelled as needing it (a floor: the
+    # triggers are narrow on purpose) and its false rate on rows from sources that plainly do not; NQ-open apart (its
+    # questions are of every kind: the hits are printed to be read)
+    fit004, fit004_rows = {}, 0
+    for cat, rows in category_rows(args.queries).items():
+        if cat not in trig.categories:
+            continue
+        fired = {k: [t for t in v if cat in trig.analyze(t).categories] for k, v in rows.items()}
+        fit004_rows += sum(map(len, rows.values()))
+        fit004[cat] = (_rate(len(fired["pos"]), len(rows["pos"])), _rate(len(fired["neg"]), len(rows["neg"])))
+        print(f"FIT004 {cat}: labelled rows fired {len(fired['pos'])}/{len(rows['pos'])}; plainly other rows fired "
+              f"{len(fired['neg'])}/{len(rows['neg'])}; NQ-open fired {len(fired['nq_open'])}/{len(rows['nq_open'])}")
+        for kind in ("neg", "nq_open"):
+            for t in fired[kind][:args.show]:
+                print(f"[fit004_{cat}_{kind}] {' '.join(t.split())[:140]!r} -> {trig.analyze(t).categories[cat]!r}")
     a = stats["all", "recall"], stats["all", "false"], q["all", "false"], q["all", "ident"]
     print(f"fit001_recall={_rate(*a[0]):.4f} fit001_false_trigger={_rate(*a[1]):.4f} "
           f"plan009_false_reject={_rate(*a[2]):.4f} plan009_identifier_recall={_rate(*a[3]):.4f} "
@@ -232,7 +285,9 @@ def main() -> None:
           f"fit002_false_trigger={_rate(len(tr_false), len(negatives)):.4f} "
           f"fit003_followup_hits={_rate(fu_hits, len(fu)):.4f} "
           f"fit003_false_trigger={_rate(len(rc_false), len(negatives)):.4f} "
-          f"rows={len(data) + a[2][1] + len(tr) + len(fu)}")
+          + "".join(f"fit004_{c.split('_')[0]}_hits={h:.4f} fit004_{c.split('_')[0]}_false_trigger={f:.4f} "
+                    for c, (h, f) in fit004.items())
+          + f"rows={len(data) + a[2][1] + len(tr) + len(fu) + fit004_rows}")
 
 
 if __name__ == "__main__":

@@ -333,7 +333,9 @@ def summary_lines(d: dict) -> list[str]:
         out.append(f"  tokens: p50 {v[len(v) // 2]}, max {v[-1]}, {over} over max_seq_len {d['tokens']['max_seq_len']}")
     if d.get("below_quota"):
         out.append(f"  cells below quota: {', '.join(sorted(d['below_quota']))}")
-    return out
+    from mashbill.curation.report_synth import summary_lines as synth_lines
+
+    return out + synth_lines(d.get("synthesis") or [], d.get("judge") or [])
 
 
 __all__ = ["build_report", "render_html", "summary_lines"]

@@ -23,6 +23,7 @@ TOKEN_SAMPLE = 20000
 
 
 def from_snapshot(path: Path) -> dict:
+    from mashbill.curation.report_synth import snapshot_judge_figures
     from mashbill.curation.snapshot import SPLITS, verify
 
     m = verify(path)
@@ -45,7 +46,7 @@ def from_snapshot(path: Path) -> dict:
         "tokens": {"values": tokens, "max_seq_len": tp["max_seq_len"], "tokenizer": tp["tokenizer"]} if tokens else None,
         "verdicts": m["verdicts"], "rejects": m["rejects"]["by_code"], "below_quota": m["cells"]["below_quota"],
         "accept_rate": stats["accept_rate"], "latency": stats["latency"], "review": stats.get("review"),
-        "preference": m.get("preference"), "judge": [m["judge"]] if m.get("judge") else [],
+        "preference": m.get("preference"), "judge": snapshot_judge_figures(m, path),
     }
 
 

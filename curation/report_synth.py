@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, find_spec, load_spec
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 SCREEN_CODES = ("SYN001", "SYN002", "SYN003", "SYN004", "SYN005", "SYN006", "SYN007", "SYN008", "SYN009", "SYN010",
-                "SYN011", "SYN012", "SYN013", "LEAK001")
-DUP_CODES = ("SYN003", "SYN004", "SYN005")
+                "SYN011", "SYN012", "SYN013", "SYN020", "LEAK001")
+DUP_CODES = ("SYN003", "SYN004", "SYN005", "SYN020")
 
 
 def distinct_n(texts: list[str], n: int) -> float:
@@ -76,6 +79,7 @@ def synthesis_figures(store: Store, resolve=None) -> list[dict]:
             "nn_distance": dist, "filter_codes": codes, "offered": len(texts) + dropped,
             "dup_share": round(sum(codes.get(c, 0) for c in DUP_CODES) / max(1, len(texts) + dropped), 4),
             "holdout_hits": holdout_hits(texts, holdout_items(rs)),
+            "cross_shard_dropped": codes.get("SYN020", 0),  # dropped by `mashbill merge` (validators.pool_merge)
         })
     return out
 
@@ -91,9 +95,35 @@ def _human_decisions(store: Store, ids: list[str]) -> dict[str, str]:
     return {rid: d for rid, (_, d) in latest.items()}
 
 
+def score_counts(scores) -> dict[str, int]:
+    """judge score -> records, keyed alike whether the score came as 4 (the store) or 4.0 (a snapshot)."""
+    return dict(sorted(Counter(f"{s:g}" if isinstance(s, (int, float)) else str(s) for s in scores).items()))
+
+
+def snapshot_judge_figures(m: dict, path: Path) -> list[dict]:
+    """The judge section of a snapshot's report: the scores it exports (`judge.parquet`, the manifest's summary)
+    and its judge-ranked pairs (the manifest's preference counts: both orders, position bias, margin, errors)."""
+    j, p = m.get("judge"), m.get("preference") or {}
+    has_pairs = "judge" in p.get("sources", [])
+    if not j and not has_pairs:
+        return []
+    fig: dict = {"spec": (j or {}).get("spec") or m["ref"], "judge_model": (j or {}).get("model")}
+    if j:
+        scores = pq.read_table(path / "judge.parquet", columns=["score"]).column("score").to_pylist()
+        thr = j.get("threshold")
+        fig.update(scored=len(scores), threshold=thr, mean_score=j.get("mean_score"), scores=score_counts(scores),
+                   below_threshold=sum(thr is not None and s < thr for s in scores))
+    if has_pairs:
+        fig.update(pairs_judged_both_orders=p.get("judge_pairs_judged", 0),
+                   pairs_inconsistent=p.get("judge_inconsistent", 0), pairs_below_margin=p.get("judge_below_margin", 0),
+                   pair_judge_errors=p.get("judge_errors", 0), pairs=p.get("pairs", {}).get("judge", 0))
+    return [fig]
+
+
 def judge_figures(store: Store, resolve=None) -> list[dict]:
     resolve = resolve or _resolver(store)
     from mashbill.curation.judging import calibration
+    from mashbill.curation.preference import PairBuild, judge_pairs
     from mashbill.factory.judge import judge_scores, pair_judgments
 
     out = []
@@ -108,20 +138,42 @@ def judge_figures(store: Store, resolve=None) -> list[dict]:
         failed = store.failed_count(f"{name}.judge", ["judge", "judge_pair"])
         records = store.records(spec_hash=shash, status="accepted")
         cal = calibration(rs, records, scores, _human_decisions(store, list(scores)))
-        both: dict[tuple, list[float]] = {}
-        for j in pairs:
-            if isinstance(j["score_a"], (int, float)) and isinstance(j["score_b"], (int, float)):
-                x = min(j["a"], j["b"])
-                both.setdefault(tuple(sorted((j["a"], j["b"]))), []).append(
-                    (j["score_a"] - j["score_b"]) * (1 if j["a"] == x else -1))
-        judged = [d for d in both.values() if len(d) == 2]
-        consistent = sum((d[0] > 0 and d[1] > 0) or (d[0] < 0 and d[1] < 0) for d in judged)
+        # the pairs as `snapshot freeze` would take them (both orders, margin, hard-rule judge errors)
+        build = PairBuild()
+        judge_pairs(rs, records, pairs, build, set())
+        notes = build.notes
         out.append({"spec": rs.ref, "judge_model": rs.spec.judge.teacher.model, "scored": len(scores),
                     "failed_judgments": failed,
-                    "scores": dict(sorted(Counter(str(s["score"]) for s in scores.values()).items())),
+                    "scores": score_counts(s["score"] for s in scores.values()),
                     "below_threshold": sum(isinstance(s["score"], (int, float)) and rs.spec.judge.threshold is not None
                                            and s["score"] < rs.spec.judge.threshold for s in scores.values()),
-                    "pairs_judged_both_orders": len(judged), "pairs_consistent": consistent,
-                    "pairs_inconsistent": len(judged) - consistent, **{k: cal[k] for k in
-                    ("threshold", "with_human_decision", "kappa", "judge_errors", "judge_error_examples")}})
+                    "pairs_judged_both_orders": notes.get("judge_pairs_judged", 0),
+                    "pairs_inconsistent": notes.get("judge_inconsistent", 0),
+                    "pairs_below_margin": notes.get("judge_below_margin", 0),
+                    "pair_judge_errors": notes.get("judge_errors", 0),
+                    **{k: cal[k] for k in ("threshold", "with_human_decision", "kappa", "judge_errors",
+                                           "judge_error_examples")}})
+    return out
+
+
+def summary_lines(synth: list[dict], judge: list[dict]) -> list[str]:
+    """The terminal summary's lines for query synthesis and the judge (the HTML has the rest)."""
+    out = [f"  queries {f['spec']}: {f['queries']} kept (target {f['target']}), cells at quota {f['cells_met']} of "
+           f"{f['cells_total']}, holdout hits {f['holdout_hits']}, distinct-2 {f['distinct2']:.3f}"
+           + (f", cross-shard duplicates dropped {f['cross_shard_dropped']}" if f.get("cross_shard_dropped") else "")
+           for f in synth]
+    for f in judge:
+        parts = []
+        if f.get("scored") is not None:
+            parts.append(f"{f['scored']} scored")
+        if f.get("failed_judgments"):
+            parts.append(f"{f['failed_judgments']} unparseable (JUDGE001)")
+        if f.get("kappa") is not None:
+            parts.append(f"kappa {f['kappa']:.3f} over {f['with_human_decision']}")
+        if f.get("judge_errors") is not None:
+            parts.append(f"{f['judge_errors']} judge error(s)")
+        if f.get("pairs_judged_both_orders") is not None:
+            parts.append(f"pairs: {f['pairs_judged_both_orders']} judged in both orders, {f['pairs_inconsistent']} "
+                         f"inconsistent, {f['pair_judge_errors']} judge error(s)")
+        out.append(f"  judge {f['spec']}: " + ", ".join(parts))
     return out

@@ -18,7 +18,8 @@ def synthesis_html(figs: list[dict], figure, grouped_bars, bars, histogram, e) -
             "cells at quota": f"{f['cells_met']} of {f['cells_total']}",
             "trap queries": f["traps"], "languages": ", ".join(f"{k} {v}" for k, v in f["langs"].items()),
             "teacher calls": f["calls"], "queries offered / kept": f"{f['offered']} / {f['queries']}",
-            "duplicate share (seeds, pool, near)": f"{f['dup_share']:.1%}",
+            "duplicate share (seeds, pool, near, across shards)": f"{f['dup_share']:.1%}",
+            "cross-shard duplicates dropped at merge": f.get("cross_shard_dropped", 0),
             "distinct-1 / distinct-2": f"{f['distinct1']:.3f} / {f['distinct2']:.3f} "
                                        f"(seeds' distinct-2 {f['seed_distinct2']:.3f})",
             "holdout hits": f["holdout_hits"],
@@ -45,18 +46,23 @@ def judge_html(figs: list[dict], figure, bars, e) -> list[str]:
     body = []
     for f in figs:
         s = f["spec"]
+        kappa = None
+        if "with_human_decision" in f:  # a store's report; a snapshot keeps no review decisions of its own
+            kappa = (f"{f['kappa']:.3f} over {f['with_human_decision']}" if f.get("kappa") is not None else
+                     f"n/a ({f['with_human_decision']} records with a review decision)")
         rows = {"judge model": f.get("judge_model"), "records scored": f.get("scored"),
+                "mean score": f.get("mean_score"),
                 "unparseable judgments (JUDGE001, retried)": f.get("failed_judgments"),
-                "below threshold": f"{f.get('below_threshold')} (threshold {f.get('threshold')})",
+                "below threshold": (f"{f['below_threshold']} (threshold {f.get('threshold')})"
+                                    if f.get("below_threshold") is not None else None),
+                "agreement with reviewers (Cohen's kappa)": kappa,
+                "judge errors (passed a plan that fails a hard rule)": f.get("judge_errors"),
                 "pairs judged in both orders": f.get("pairs_judged_both_orders"),
-                "pairs inconsistent across orders (dropped)": f.get("pairs_inconsistent"),
-                "agreement with reviewers (Cohen's kappa)": (f"{f['kappa']:.3f} over {f['with_human_decision']}"
-                                                             if f.get("kappa") is not None else
-                                                             f"n/a ({f.get('with_human_decision', 0)} records "
-                                                             "with a review decision)"),
-                "judge errors (passed a plan that fails a hard rule)": f.get("judge_errors")}
-        if "pairs" in f:
-            rows["judge pairs kept"] = f["pairs"]
+                "pairs inconsistent across orders (dropped, PREF006)": f.get("pairs_inconsistent"),
+                "pairs below the margin (dropped, PREF007)": f.get("pairs_below_margin"),
+                "judge errors in pairs (preferred a plan failing a hard rule, PREF008)": f.get("pair_judge_errors"),
+                "judge pairs kept": f.get("pairs")}
+        rows = {k: v for k, v in rows.items() if v is not None}
         body.append(f"<h2>Judge: {e(s)}</h2>" + _table(rows, e))
         if f.get("scores"):
             body.append(figure(f"judge-scores-{s}", f"Judge scores ({s})", bars(f["scores"], "judge scores"),

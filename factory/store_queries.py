@@ -138,6 +138,12 @@ class StoreQueries:
             "SELECT v.record_id, v.stage, v.code, v.severity, v.detail FROM verdicts v JOIN records r "
             "USING (record_id) WHERE r.spec_hash = ? ORDER BY v.record_id, v.stage, v.code", [spec_hash]).fetchall()
 
+    def stage_verdicts(self, spec_hash: str, stage: str, code: str) -> list[tuple[str, str]]:
+        """(record id, detail) of one spec hash's verdicts of one stage and code, in record id order."""
+        return self.con.execute(
+            "SELECT record_id, detail FROM verdicts WHERE stage = ? AND code = ? AND record_id IN "
+            "(SELECT record_id FROM records WHERE spec_hash = ?) ORDER BY ALL", [stage, code, spec_hash]).fetchall()
+
     def verdict_counts(self, spec_hash: str | None = None) -> dict[str, int]:
         """Verdicts per code, on one spec hash's records (None: the whole store), sorted by code."""
         if spec_hash is None:

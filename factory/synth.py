@@ -11,7 +11,9 @@ Each answered call is one record. Its output keeps only the queries that pass th
 language, exact and near duplicates of the seeds and the pool, holdout leakage; `validators.queries`)
 and fit the cell's quota, each tagged with its cell, trap rule and lineage; every dropped query is a
 `flag` verdict with its code, and a call that adds nothing is rejected (`SYN000`). Resume rebuilds the
-pool and the cell counts from the stored records, so a killed run goes on where it stopped.
+pool and the cell counts from the stored records, so a killed run goes on where it stopped. Under
+`--shard i/n` a run fills its share of each quota with its slice of the calls; the merge drops cross-shard
+duplicates (`factory.synth_shards`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Protocol
 from mashbill.errors import SpecError
 from mashbill.factory.records import Record, SpecRef, Verdict, record_id
 from mashbill.factory.store import Store
+from mashbill.factory.synth_shards import dropped_positions, shard_calls, shard_quota
 from mashbill.factory.work import Job, Work, select_jobs
 from mashbill.specs import ResolvedSpec
 
@@ -58,11 +61,6 @@ class Cell:
         return f"{self.type}/{self.lang}/{'trap' if self.trap else 'plain'}"
 
 
-def _split(total: int, names: list[str]) -> dict[str, int]:
-    base, extra = divmod(total, len(names)) if names else (0, 0)
-    return {n: base + (i < extra) for i, n in enumerate(sorted(names))}
-
-
 def _split_by_share(total: int, shares: dict[str, float]) -> dict[str, int]:
     """total split by shares, rounded by largest remainder (the parts add up to total)."""
     weight = sum(shares.values()) or 1.0
@@ -83,15 +81,35 @@ def plan_cells(rs: ResolvedSpec) -> list[Cell]:
             by_cell.setdefault((str(row.get("type") or "general"), row["lang"]), []).append(row["query"])
     plain = {f"{t}/{lang}/plain": (t, lang) for t, lang in by_cell}
     traps = {f"{rule}/{lang}/trap": (rule, lang) for rule in syn.traps for lang in langs}
+    known = {t for t, _ in by_cell} | set(syn.traps)
+    unknown = sorted(k for k in syn.weights if k.split("/")[0] not in known or k.count("/") > 1
+                     or ("/" in k and k.split("/")[1] not in langs))
+    if unknown:
+        raise SpecError(str(rs.path), f"synthesis.weights names no cell: {', '.join(unknown)} (a seed type or trap "
+                        "rule, optionally /LANG)", field="synthesis")
+    # a cell's weight: "TYPE/LANG", else "TYPE", else 1; a cell of weight 0 gets no quota
+    weight = {n: syn.weights.get(f"{t}/{lang}", syn.weights.get(t, 1.0)) for n, (t, lang) in {**plain, **traps}.items()}
+
+    def split(total: int, names) -> dict[str, int]:
+        live = {n: weight[n] for n in names if weight[n] > 0}
+        return _split_by_share(total, live) if live else {}
+
+    def trap_part(total: int, names) -> int:  # no trap cell left (all weighed 0): the plain cells get it all
+        return round(total * syn.trap_share) if any(weight[n] > 0 for n in names) else 0
+
     quotas: dict[str, int] = {}
-    if syn.language_shares:  # each language's part of the target, then its cells alike
+    if syn.language_shares:  # each language's part of the target, then its cells by weight
         for lang, part in _split_by_share(syn.target, {lang: syn.language_shares.get(lang, 0.0) for lang in langs}).items():
-            trap_part = round(part * syn.trap_share) if syn.traps else 0
-            quotas.update(_split(part - trap_part, [n for n, (_, lg) in plain.items() if lg == lang]))
-            quotas.update(_split(trap_part, [n for n, (_, lg) in traps.items() if lg == lang]))
+            lang_traps = [n for n, (_, lg) in traps.items() if lg == lang]
+            t_part = trap_part(part, lang_traps)
+            quotas.update(split(part - t_part, [n for n, (_, lg) in plain.items() if lg == lang]))
+            quotas.update(split(t_part, lang_traps))
     else:
-        trap_total = round(syn.target * syn.trap_share) if syn.traps else 0
-        quotas = {**_split(syn.target - trap_total, list(plain)), **_split(trap_total, list(traps))}
+        t_total = trap_part(syn.target, traps)
+        quotas = {**split(syn.target - t_total, plain), **split(t_total, traps)}
+    if syn.weights and sum(quotas.values()) < syn.target:
+        raise SpecError(str(rs.path), f"synthesis.weights leave {syn.target - sum(quotas.values())} of the target "
+                        "to no cell: give every language with a share a cell of weight above 0", field="synthesis")
     cells, problems = [], []
     for name, (t, lang) in sorted({**plain, **traps}.items()):
         trap = name in traps
@@ -102,7 +120,7 @@ def plan_cells(rs: ResolvedSpec) -> list[Cell]:
         else:
             seeds = by_cell[(t, lang)]
             hint = syn.type_hints.get(t, f"requests of the type '{t}'")
-        if len(seeds) < syn.min_seeds_per_cell:
+        if len(seeds) < syn.min_seeds_per_cell and weight[name] > 0:
             problems.append(f"{name} has {len(seeds)} seed(s), synthesis.min_seeds_per_cell is "
                             f"{syn.min_seeds_per_cell}")
         if quotas.get(name, 0) > 0:
@@ -124,11 +142,15 @@ def cell_inputs(rs: ResolvedSpec, cell: Cell, call: int) -> dict:
 
 
 def pool_items(store: Store, rs: ResolvedSpec) -> list[dict]:
-    """The kept queries of a `queries` spec in the store, in a stable order (record id, then position)."""
+    """The kept queries of a `queries` spec in the store, in a stable order (record id, then position), less
+    those a merge dropped as duplicates of another shard's (`factory.synth_shards`)."""
     out = []
+    dropped = dropped_positions(store, rs.hash)
     for rec in store.records(spec_hash=rs.hash, status="accepted"):
+        gone = dropped.get(rec.id, ())
         for item in (rec.output or {}).get("queries", []):
-            out.append(item)
+            if (item.get("lineage") or {}).get("position") not in gone:
+                out.append(item)
     return out
 
 
@@ -141,6 +163,7 @@ class SynthWork(Work):
         # a call budget, not part of the hash: calls are numbered per cell, so a larger budget only adds calls
         self.calls_per_quota = calls_per_quota or rs.spec.synthesis.calls_per_quota
         self.screen = screen
+        self.quota = {name: c.quota for name, c in self.cells.items()}  # this run's quotas (a shard's share)
         self.kept: dict[str, int] = {name: 0 for name in self.cells}
         for item in pool_items(store, rs):  # resume: the pool and the counts come from the store
             screen.add(item["query"])
@@ -149,16 +172,22 @@ class SynthWork(Work):
 
     @property
     def full(self) -> bool:
-        return all(self.kept[n] >= c.quota for n, c in self.cells.items())
+        return all(self.kept[n] >= q for n, q in self.quota.items())
 
     def jobs(self, *, limit=None, shard=None) -> list[Job]:
         syn = self.rs.spec.synthesis
-        per_cell = {n: math.ceil(c.quota / syn.per_call * self.calls_per_quota) for n, c in self.cells.items()}
+        # a shard fills its share of each quota with its own slice of the cell's calls (`factory.synth_shards`)
+        self.quota = {n: shard_quota(c.quota, k, shard) for k, (n, c) in enumerate(self.cells.items())}
+        calls = {}
+        for name, cell in self.cells.items():
+            needed = math.ceil(self.quota[name] / syn.per_call * self.calls_per_quota)
+            calls[name] = shard_calls(lambda call, cell=cell: record_id(self.rs.hash, cell_inputs(self.rs, cell, call)),
+                                      needed, shard)
         items = []
-        for call in range(max(per_cell.values(), default=0)):  # round-robin: every cell progresses together
+        for k in range(max(map(len, calls.values()), default=0)):  # round-robin: every cell progresses together
             for name, cell in self.cells.items():
-                if call < per_cell[name]:
-                    inputs = cell_inputs(self.rs, cell, call)
+                if k < len(calls[name]):
+                    inputs = cell_inputs(self.rs, cell, calls[name][k])
                     items.append((record_id(self.rs.hash, inputs), inputs))
         # each call its own sampling seed: calls of a cell with one seed have the same prompt, and one seed
         # would make them write the same answer again and again
@@ -167,7 +196,7 @@ class SynthWork(Work):
 
     def wanted(self, job: Job) -> bool:
         cell = job.inputs["cell"]
-        return self.kept[cell] < self.cells[cell].quota
+        return self.kept[cell] < self.quota[cell]
 
     def finish(self, rec: Record, verdicts: list[Verdict]) -> tuple[Record, list[Verdict]]:
         if rec.status != "accepted":
@@ -178,8 +207,8 @@ class SynthWork(Work):
         for i, item in enumerate(rec.output.get("queries", [])):
             text = " ".join(str(item.get("query", "")).split())
             found = self.screen.check(text, cell.lang, cell.type, cell.trap)
-            if found is None and self.kept[cell.name] >= cell.quota:
-                found = (SYN_CELL_FULL, f"cell {cell.name} already holds its quota of {cell.quota}")
+            if found is None and self.kept[cell.name] >= self.quota[cell.name]:
+                found = (SYN_CELL_FULL, f"cell {cell.name} already holds its quota of {self.quota[cell.name]}")
             if found is not None:
                 code, detail = found
                 verdicts.append(Verdict(code, "flag", f"query {i + 1} {text[:80]!r}: {detail}"))

@@ -134,8 +134,11 @@ def load_output_schema(path: Path, spec_path: Path, lines) -> dict:
     return schema
 
 
-def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header: bool = True) -> list[dict]:
-    """Rows of a seed file (or local Hugging Face dataset folder) as dicts; errors name the file and row."""
+def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header: bool = True,
+                   row_lines: list | None = None) -> list[dict]:
+    """Rows of a seed file (or local Hugging Face dataset folder) as dicts; errors name the file and row.
+    `row_lines`, when given, receives each row's line in a text file (so later errors can name it too)."""
+    row_lines = [] if row_lines is None else row_lines
     fmt = fmt or ("hf" if path.is_dir() else FORMATS.get(path.suffix))
     if fmt is None:
         raise SpecError(str(path), "cannot tell the seed format from the suffix; set 'format'")
@@ -169,6 +172,7 @@ def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header
             if not isinstance(row, dict):
                 raise SpecError(str(path), "row is not a JSON object", line=n)
             rows.append(row)
+            row_lines.append(n)
         return rows
     if fmt == "json":
         try:
@@ -181,15 +185,24 @@ def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header
     # TSV exports (MGSM, many benchmarks) do not quote: a quote character is text there
     opts = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if fmt == "tsv" else {"delimiter": ","}
     if not header:
-        return [{str(i): v for i, v in enumerate(row)} for row in csv.reader(io.StringIO(text, newline=""), **opts)
-                if row]
+        reader = csv.reader(io.StringIO(text, newline=""), **opts)
+        rows = []
+        for row in reader:
+            if row:
+                rows.append({str(i): v for i, v in enumerate(row)})
+                row_lines.append(reader.line_num)
+        return rows
     reader = csv.DictReader(io.StringIO(text, newline=""), **opts)
     rows = []
     for row in reader:
         if None in row:  # more cells than header columns
             raise SpecError(str(path), f"row has {len(row) - 1 + len(row[None])} cells, the header "
                             f"{len(reader.fieldnames or [])}", line=reader.line_num)
+        if None in row.values():  # fewer cells than header columns: the missing ones would read as absent
+            raise SpecError(str(path), f"row has {sum(v is not None for v in row.values())} cells, the header "
+                            f"{len(reader.fieldnames or [])}", line=reader.line_num)
         rows.append(row)
+        row_lines.append(reader.line_num)
     return rows
 
 
@@ -237,29 +250,31 @@ def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: di
             files[f"seeds.{i}"] = qs.hash  # lineage: a changed queries spec changes this spec's hash
             seed_specs.append((i, qs))
             continue
+        row_lines: list[int] = []  # each row's line in a text seed file
         if src.inline is not None:
             rows, where = src.inline, str(spec_path)
         else:
             p = _resolve_seed(spec_path, src.path, lines, i)
             files[f"seeds.{i}"] = _content_hash(p)
             file_paths[f"seeds.{i}"] = p
-            rows, where = read_seed_rows(p, src.format, src.split, src.header), str(p)
+            rows, where = read_seed_rows(p, src.format, src.split, src.header, row_lines), str(p)
         if not rows:
             # A spec with no inputs is a mistake (an empty or truncated export), not a run of zero records.
             raise SpecError(where, "no seed rows" + (" (the file is empty)" if src.inline is None else ""),
                             field=f"seeds.{i}", line=line_for(lines, ("seeds", i)) if src.inline is not None else None)
         for n, row in enumerate(rows[: src.limit] if src.limit else rows, 1):
+            at = row_lines[n - 1] if len(row_lines) >= n else None  # the file line, where the file has lines
             if src.columns:
                 missing = [col for col in src.columns.values() if col not in row]
                 if missing:
                     raise SpecError(where, f"seed row {n} lacks column(s) {missing} (has {sorted(row)})",
                                     field=f"seeds.{i}.columns",
-                                    line=line_for(lines, ("seeds", i, "columns")) if where == str(spec_path) else None)
+                                    line=line_for(lines, ("seeds", i, "columns")) if where == str(spec_path) else at)
                 row = {ours: row[col] for ours, col in src.columns.items()}
             query = row.get("query")
             if not isinstance(query, str) or not query.strip():
                 raise SpecError(where, f"seed row {n} has no non-empty 'query' (map one with 'columns')",
-                                field=f"seeds.{i}")
+                                field=f"seeds.{i}", line=at)
             row = {k: v for k, v in row.items() if v is not None}
             for key in ("source", "licence"):
                 if getattr(src, key) is not None:

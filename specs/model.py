@@ -375,13 +375,15 @@ class SynthFilters(HashStable):
     fluency: dict[str, float] = {}
 
 
-class Synthesis(Strict):
+class Synthesis(HashStable):
     """Grow seeds into new queries, per cell (type x language x trap) to a quota, through the generate loop.
 
     Each teacher call shows `shown` seeds of one cell and asks for `per_call` new queries. The pool's
     `target` is split over the cells: `trap_share` of it over the trap cells (trap rule x language), the
-    rest evenly over the (type, language) cells the seeds have. A cell stops once its quota is met.
+    rest over the seeds' (type, language) cells, evenly or by `weights`. A cell stops once its quota is met.
     """
+
+    _added_fields: ClassVar[tuple[str, ...]] = ("weights",)
 
     target: int = Field(500, ge=1)
     per_call: int = Field(8, ge=1, le=32)
@@ -395,13 +397,16 @@ class Synthesis(Strict):
     # language -> share of the target (empty: each cell alike). A teacher that writes one language badly
     # gets a share it can fill, so that every cell can meet its quota.
     language_shares: dict[str, float] = {}
+    # "TYPE" or "TYPE/LANG" (seed type or trap rule) -> weight in its part of the target (default 1, 0: no cell)
+    weights: dict[str, float] = {}
 
     @model_validator(mode="after")
     def _shares_sum_to_one(self):
         if self.language_shares and abs(sum(self.language_shares.values()) - 1) > 1e-6:
             raise ValueError(f"language_shares must add up to 1, they add up to {sum(self.language_shares.values()):g}")
-        if any(v < 0 for v in self.language_shares.values()):
-            raise ValueError("language_shares must not be negative")
+        for field in ("language_shares", "weights"):
+            if any(v < 0 for v in getattr(self, field).values()):
+                raise ValueError(f"{field} must not be negative")
         return self
 
 

@@ -5,7 +5,7 @@ Each check returns verdicts (``mashbill.factory.records.Verdict``) with a stable
 
 - ``SCHEMA001`` output does not match the spec's output schema; ``SCHEMA002`` output missing or not JSON.
 - ``PLAN001``-``PLAN009`` plan contract, ``HR001``-``HR008`` routing rules, ``FIT001`` category fit: see the rule set
-  (``specs/library/shared/rules/moe-routing@4.yaml``) and ``routing.py``, one entry per rule.
+  (``specs/library/shared/rules/moe-routing@5.yaml``) and ``routing.py``, one entry per rule.
 - ``SPAN001`` target partly cut, ``SPAN002`` fully cut, ``SPAN003`` prompt alone fills the window, ``SPAN004`` left
   truncation drops the start of the prompt, ``SPAN005`` the loss covers no token, ``SPAN006`` assistant turn not
   found in the rendered chat, ``SPAN007`` the chat template refused the conversation, ``SPAN008`` an assistant turn is
@@ -15,7 +15,7 @@ Each check returns verdicts (``mashbill.factory.records.Verdict``) with a stable
 - ``FMT001``-``FMT003`` unreadable, incomplete or foreign rows of an input file (``inputs.py``).
 - ``ARG001``-``ARG004`` argument fidelity (``fidelity.py``), ``COPY001``/``DRIFT001`` parroting and drift
   (``drift.py``): rules of the rule set too.
-- ``CPLX001``-``CPLX006`` complexity labels against the reference estimator's overrides and heuristic: the
+- ``CPLX001``-``CPLX009`` complexity labels against the reference estimator's overrides and heuristic: the
   complexity rule set (``specs/library/shared/rules/moe-complexity@1.yaml``, ``complexity_rules.py``) and
   ``complexity.py``, one entry per rule.
 

@@ -157,6 +157,83 @@ def _short_lookup(rs, f, label):
             f"research, domain, code, maths or how-to marker) labelled complex")
 
 
+def latin_share(text: str) -> float:
+    """The share of letters that are Latin (ASCII or Latin-1/Extended), 1.0 without letters."""
+    letters = [c for c in text if c.isalpha()]
+    return sum(c < "\u0250" for c in letters) / len(letters) if letters else 1.0
+
+
+def complex_evidence(rs, f, unreadable: bool = True) -> str | None:
+    """Why a request may be complex (moe-complexity@3), or None: long, long pasted input, a complex_evidence cue
+    (compare, design, implement a whole game or algorithm, standards, research, step by step), maths notation in a
+    long enough problem, or (`unreadable`) a language the English and German cues cannot read."""
+    b = rs.bounds
+    if f.words >= b.long_words:
+        return f"{f.words} words"
+    if len(f.query) >= b.long_chars:
+        return f"{len(f.query)} characters"
+    if f.hit("complex_evidence"):
+        return f"cue '{f.hit('complex_evidence').strip()}'"
+    if f.hit("maths") and f.words >= b.maths_words:
+        return f"maths notation in {f.words} words"
+    if not unreadable:
+        return None
+    share = latin_share(f.query)
+    if share < b.latin_share:
+        return f"{share:.0%} Latin letters (the cues are English and German)"
+    if rs.cues.en_de and f.words >= b.foreign_words and not f.hit("en_de"):
+        return f"{f.words} words without an English or German function word (the cues cannot read it)"
+    return None
+
+
+@rule("complex-without-evidence")
+def _complex_without_evidence(rs, f, label):
+    # One code per wrong label: a recall or utility request is CPLX001's or CPLX002's, a short lookup CPLX005's.
+    if label != "complex" or _recall_cue(rs, f, label) or _utility(rs, f, label) or _short_lookup(rs, f, label):
+        return None
+    if complex_evidence(rs, f):
+        return None
+    return (f"complex without complexity evidence ({f.words} words; no compare/analyse/design/implement-a-whole-thing, "
+            f"standards, research or step-by-step cue, no long input or maths problem)")
+
+
+@rule("trivial-needs-work")
+def _trivial_needs_work(rs, f, label):
+    # One code per wrong label: a utility request is CPLX002's, a recall question CPLX001's, a long one CPLX003's.
+    if label != "trivial" or f.hit("utility") or _recall_cue(rs, f, label) or f.words >= rs.bounds.long_words:
+        return None
+    for group in ("calculation", "code", "not_lookup", "task"):
+        if f.hit(group):
+            return f"trivial, but a {group} cue '{f.hit(group).strip()}' asks for work"
+    why = complex_evidence(rs, f, unreadable=False)
+    if why:
+        return f"trivial, but {why} says complex"
+    if f.words > rs.bounds.trivial_max_words:
+        return f"trivial for {f.words} words (> {rs.bounds.trivial_max_words})"
+    return None
+
+
+@rule("moderate-out-of-range")
+def _moderate_out_of_range(rs, f, label):
+    """moderate is one concrete job: a long input is complex by the class definitions (as CPLX003 holds for trivial),
+    and a short factual lookup with no cue of work or a short greeting is trivial (as CPLX005 holds for complex)."""
+    if label != "moderate" or _recall_cue(rs, f, label) or _utility(rs, f, label):
+        return None
+    b = rs.bounds
+    if f.words >= b.long_words or len(f.query) >= b.long_chars:
+        return f"moderate for a long input ({f.words} words, {len(f.query)} characters): complex by the class definitions"
+    if f.hit("greeting") and f.words <= b.short_words:  # as CPLX005 holds for complex
+        return f"moderate for a short greeting ({f.words} words, '{f.hit('greeting').strip()}'): trivial"
+    if f.words > b.short_lookup_words or not f.hit("factual_opener"):
+        return None
+    work = next((g for g in ("calculation", "code", "not_lookup", "task", "domain", "complex_evidence", "maths")
+                 if f.hit(g)), None)
+    if work:
+        return None
+    return (f"moderate for a short factual lookup ({f.words} words, opener '{f.hit('factual_opener').strip()}', no cue "
+            f"of work): trivial by the class definitions")
+
+
 @rule("heuristic-agrees")
 def _agrees(rs, f, label):
     expected, why = heuristic(rs, f)

@@ -22,7 +22,8 @@ from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 from mashbill.validators.rulebase import Checks, RuleEntry
 
-CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup", "greeting", "calculation")
+CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup",
+              "greeting", "calculation", "complex_evidence", "maths", "task", "en_de")
 
 
 class Bounds(Strict):
@@ -36,6 +37,11 @@ class Bounds(Strict):
     aic_complex_words: int = Field(35, ge=1)
     aic_trivial_above: float = Field(0.55, ge=0, le=1)
     aic_trivial_words: int = Field(15, ge=1)
+    long_chars: int = Field(600, ge=1)  # @3: a pasted document, data set or code counts as long whatever its words
+    maths_words: int = Field(30, ge=1)  # @3: maths notation in a problem of this many words is evidence of complex
+    latin_share: float = Field(0.5, ge=0, le=1)  # @3: below this share of Latin letters the EN/DE cues cannot judge
+    foreign_words: int = Field(6, ge=1)  # @3: this many words without an English or German function word: another language
+    trivial_max_words: int = Field(30, ge=1)  # @3: a trivial request is a short one
 
 
 class Cues(Strict):
@@ -50,6 +56,10 @@ class Cues(Strict):
     not_lookup: list[str] = []
     greeting: list[str] = []
     calculation: list[str] = []  # moe-complexity@2: a short calculation, conversion or encoding request
+    complex_evidence: list[str] = []  # moe-complexity@3: what makes a request complex (CPLX007)
+    maths: list[str] = []  # moe-complexity@3: maths notation (evidence of complex in a long enough problem)
+    task: list[str] = []  # moe-complexity@3: a request to produce something (not trivial, CPLX008)
+    en_de: list[str] = []  # moe-complexity@3: English and German function words (no hit: another language)
 
 
 class ComplexityRuleSet(Strict):

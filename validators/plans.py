@@ -46,6 +46,24 @@ class Plan:
     def with_category(self, *canonical: str) -> list[PlanTask]:
         return [t for t in self.tasks if t.canonical in canonical]
 
+    def cyclic_ids(self) -> list[str]:
+        """The ids a dependency cycle keeps from ever running (Kahn's algorithm over the resolvable edges), sorted."""
+        ids = self.by_id()
+        indeg = {i: 0 for i in ids}
+        edges: dict[str, list[str]] = {i: [] for i in ids}
+        for t in self.tasks:
+            for d in t.depends_on:
+                if d in ids and d != t.id:
+                    edges[d].append(t.id)
+                    indeg[t.id] += 1
+        queue = [i for i, n in indeg.items() if n == 0]
+        while queue:
+            for j in edges[queue.pop()]:
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    queue.append(j)
+        return sorted(i for i, n in indeg.items() if n > 0)
+
     def depends_transitively(self, task: PlanTask, target: PlanTask) -> bool:
         """Does task (directly or through others) depend on target?"""
         ids = self.by_id()

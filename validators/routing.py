@@ -19,6 +19,7 @@ from mashbill.validators.plans import Plan, PlanTask, Shown, parse_plan
 from mashbill.validators.ruleset import RuleSet
 from mashbill.validators.toolargs import ToolArgs, tool_args_for
 from mashbill.validators.triggers import QueryTriggers, triggers_for
+from mashbill.validators.truncation import cut_off
 
 
 @dataclass
@@ -173,25 +174,9 @@ def dependencies(ctx: RuleContext) -> list[str]:
                 out.append(f"{_label(t)} depends on itself")
             elif d not in ids:
                 out.append(f"{_label(t)}: depends_on '{d}' names no task id (ids: {', '.join(ids)})")
-    # Kahn's algorithm over the resolvable edges
-    indeg = {i: 0 for i in ids}
-    edges: dict[str, list[str]] = {i: [] for i in ids}
-    for t in plan.tasks:
-        for d in t.depends_on:
-            if d in ids and d != t.id:
-                edges[d].append(t.id)
-                indeg[t.id] += 1
-    queue = [i for i, n in indeg.items() if n == 0]
-    done = 0
-    while queue:
-        i = queue.pop()
-        done += 1
-        for j in edges[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                queue.append(j)
-    if done < len(ids):
-        out.append("dependency cycle among " + ", ".join(sorted(i for i, n in indeg.items() if n > 0)))
+    stuck = plan.cyclic_ids()
+    if stuck:
+        out.append("dependency cycle among " + ", ".join(stuck))
     return out
 
 
@@ -322,12 +307,13 @@ def niche_dynamic(ctx: RuleContext) -> list[str]:
     return [f"niche field ('{ctx.triggers.niche}') without a dynamic task"]
 
 
-def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: bool = False) -> list[str]:
+def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: bool = False,
+         served: tuple[str, ...] = ()) -> list[str]:
     """A request of one kind (its trigger words `term`) needs a task of category `cat` when `cat` was shown. With
     `no_search`, where `cat` was not shown, the plan still needs a task that can answer (not only research and
     precision tools): a web search neither translates a text nor recalls this conversation."""
     # without the taxonomy shown for the record the rule cannot know the name to expect (the checker reports the skip)
-    if not term or ctx.shown.names is None or ctx.plan.with_category(cat):
+    if not term or ctx.shown.names is None or ctx.plan.with_category(cat, *served):
         return []
     if not ctx.shown.shows(cat):
         lookup = {ctx.cats.research, ctx.cats.precision}
@@ -352,6 +338,26 @@ def translation_fit(ctx: RuleContext) -> list[str]:
 @rule("memory-fit")
 def memory_fit(ctx: RuleContext) -> list[str]:
     return _fit(ctx, ctx.triggers.recall, ctx.cats.memory, "a question about an earlier turn", no_search=True)
+
+
+@rule("category-fit")
+def category_fit(ctx: RuleContext) -> list[str]:
+    out = []
+    for cat, term in ctx.triggers.categories.items():
+        served = (cat, *ctx.rs.category_request[cat].served_by)
+        shown = next((c for c in served if ctx.shown.shows(c)), None)  # _fit names it as shown (renamed or not)
+        if shown:
+            out += _fit(ctx, term, shown, f"a request for {cat}", served=served)
+    return out
+
+
+@rule("task-complete")
+def task_complete(ctx: RuleContext) -> list[str]:
+    words = triggers_for(ctx.rs).cut_words
+    if words is None:
+        return []
+    return [f"{_label(t)} looks cut off ({why}): {text.strip()!r}" for t in ctx.plan.tasks
+            if _nonempty_str(text := t.get("task")) and (why := cut_off(text, ctx.query, words))]
 
 
 _NOT_WORD = re.compile(r"[\W_]+")

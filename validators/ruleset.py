@@ -1,4 +1,4 @@
-"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@4.yaml``).
+"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@5.yaml``).
 
 The file is data: codes, severities, bounds, trigger patterns. It is loaded with ``yaml.safe_load`` into the
 pydantic models below (unknown keys are rejected) and every pattern is compiled up front, so a bad regex is a
@@ -24,7 +24,7 @@ from mashbill.specs.yamlio import line_for
 from mashbill.validators.complexity_rules import load_complexity_rules
 from mashbill.validators.rulebase import Checks, RuleEntry
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@4.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@5.yaml"
 
 
 class TaskCount(Strict):
@@ -90,6 +90,22 @@ class RequestTriggers(Strict):
     triggers: list[Trigger] = Field(min_length=1)
 
 
+class CategoryRequest(Strict):
+    """A request that plainly needs one category (category-fit, FIT004): when a trigger fires and the category (or
+    one of `served_by`) was shown, the plan must use it. Evaluated like an intent's triggers, on the masked query."""
+    triggers: list[Trigger] = Field(min_length=1)
+    served_by: list[str] = []  # other canonical categories that serve the request as well (agentic_coder for code)
+
+
+class Truncation(Strict):
+    """The word lists of task-complete (PLAN011, validators/truncation.py), lower-case, English and German."""
+    dangling: list[str] = Field(min_length=1)  # never the last word of a request: articles, conjunctions ...
+    stranded: list[str] = []  # prepositions a question may end with ("what is it made of"); dangling elsewhere
+    question: list[str] = []  # the words a question starts with
+    joins: list[str] = []  # words that start a request of their own after a comma ("and", "then", "dann")
+    pronouns: list[str] = []  # articles that are also pronouns (die, das): dangling only after a preposition
+
+
 class RecallRequest(Strict):
     """A question about an earlier turn of the conversation (memory-fit, FIT003). The phrases are the complexity rule
     set's `recall` cues, read from that file (a path relative to this one), so one list serves both rule sets."""
@@ -144,6 +160,8 @@ class RuleSet(Strict):
     creative_request: RequestTriggers | None = None
     translation_request: RequestTriggers | None = None
     recall_request: RecallRequest | None = None
+    category_request: dict[str, CategoryRequest] = {}
+    truncation: Truncation | None = None
     search_query: SearchQuery | None = None
     fidelity: Fidelity = Fidelity()
     drift: Drift = Drift()
@@ -177,8 +195,9 @@ class RuleSet(Strict):
                     if other not in self.intents or other == name:
                         raise ValueError(f"intent '{name}' yields to unknown intent '{other}'")
         trigger_levels(self)  # refuses a yields_to cycle
-        for section in ("creative_request", "translation_request"):
-            req = getattr(self, section)
+        requests = [(s, getattr(self, s)) for s in ("creative_request", "translation_request")]
+        requests += [(f"category_request.{c}", r) for c, r in self.category_request.items()]
+        for section, req in requests:
             for t in (req.triggers if req else []):
                 for c in t.all + t.none:
                     if c not in known:
@@ -248,11 +267,12 @@ def _check_patterns(rs: RuleSet, path: Path, lines) -> None:
     if rs.research_before_code:
         for j, p in enumerate(rs.research_before_code.domain):
             _compile(p, "research_before_code domain", path, lines, ("research_before_code", "domain", j))
-    for section in ("creative_request", "translation_request"):
-        req = getattr(rs, section)
+    requests = [((s,), getattr(rs, s)) for s in ("creative_request", "translation_request")]
+    requests += [(("category_request", c), r) for c, r in rs.category_request.items()]
+    for loc, req in requests:
         for ti, t in enumerate(req.triggers if req else []):
             for j, p in enumerate(t.any):
-                _compile(p, section, path, lines, (section, "triggers", ti, "any", j))
+                _compile(p, ".".join(loc), path, lines, (*loc, "triggers", ti, "any", j))
     for j, p in enumerate(rs.search_query.identifier if rs.search_query else []):
         _compile(p, "search_query identifier", path, lines, ("search_query", "identifier", j), flags=0)
 

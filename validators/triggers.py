@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from mashbill.validators.complexity_rules import compile_cues
 from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
+from mashbill.validators.truncation import CutWords
 
 _FLAGS = 0  # case-insensitivity comes from lower-casing both the text and the patterns (see _lower_pattern)
 
@@ -124,6 +125,7 @@ class QueryTriggers:
     creative: str | None = None  # the words of an unmistakable creative-writing request (creative-fit)
     translation: str | None = None  # ... of an unmistakable translation request (translation-fit)
     recall: str | None = None  # ... of a question about an earlier turn (memory-fit)
+    categories: dict[str, str] = field(default_factory=dict)  # category -> the words of a request needing it
 
     @property
     def precision(self) -> bool:
@@ -160,6 +162,10 @@ class Triggers:
         self.impl_needs = tuple(rbc.needs) if rbc else ()
         self.creative = self._request(rs.creative_request)
         self.translation = self._request(rs.translation_request)
+        self.categories = {c: self._request(r) for c, r in rs.category_request.items()}
+        tr = rs.truncation
+        self.cut_words = CutWords(*(frozenset(w.lower() for w in ws) for ws in (tr.dangling, tr.stranded, tr.question,
+                                                                                 tr.joins, tr.pronouns))) if tr else None
         self.recall = compile_cues(rs.recall_patterns)  # the complexity rule set's recall cues, compiled as it does
         # case-sensitive: camelCase is only visible in the case
         self.identifier = [re.compile(p) for p in (rs.search_query.identifier if rs.search_query else [])]
@@ -269,9 +275,10 @@ class Triggers:
             return None
 
         creative, translation = request(self.creative), request(self.translation)
+        categories = {c: term for c, trig in self.categories.items() if (term := request(trig))}
         m = self.recall.search(query) if self.recall is not None else None
         return QueryTriggers(query, masked, frozenset(k for k, v in memo.items() if v), intents, evidence,
-                             tuple(cites), impl, niche, creative, translation, m.group(0) if m else None)
+                             tuple(cites), impl, niche, creative, translation, m.group(0) if m else None, categories)
 
 
 _CACHE: dict[int, tuple[RuleSet, Triggers]] = {}

@@ -29,8 +29,8 @@ def command(spec, store_path, pairs, limit, threads, base_url, no_progress, as_j
 
     \b
     Examples:
-      mashbill judge quickstart-plan --limit 20
-      mashbill judge plan-preference --pairs
+      mashbill judge quickstart-plan-grown --limit 20
+      mashbill judge PREFERENCE-SPEC --pairs   # its samples (snapshot sample) and a judge.pair_prompt
     """
     from mashbill.cli.generate import LiveProgress
     from mashbill.factory.judge import judge_of, run_judge

@@ -26,6 +26,10 @@ def command(out_store, shard_stores, require_complete, as_json):
     written by a run labelled i/n must belong to slice i. Merging again is a no-op; merging after a
     shard was resumed adds what is new. Parquet exports of OUT_STORE are rewritten at the end.
 
+    A queries spec's merged pool is screened for duplicates across shards (each shard only checked its
+    own): the later copy gets a SYN020 verdict and leaves the pool; the summary says how many were
+    dropped and which cells are short of their quota.
+
     \b
     Example:
       mashbill merge ./merged ./shard_0 ./shard_1 ./shard_2 ./shard_3 --require-complete
@@ -33,10 +37,11 @@ def command(out_store, shard_stores, require_complete, as_json):
     from mashbill.factory.shards import merge_stores
 
     report = merge_stores(out_store, list(shard_stores), require_complete=require_complete)
+    pools = _synthesis_pools(out_store, report.warnings)
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}")
     if as_json:
-        echo_json(report.as_dict())
+        echo_json({**report.as_dict(), "synthesis": pools})
         return
     table = Table(title=f"merged into {report.out}")
     for col in ("shard store", "shard", "records", "inserted", "identical", "replaced"):
@@ -51,3 +56,27 @@ def command(out_store, shard_stores, require_complete, as_json):
         out.print(f"{ref}: {statuses}{missing}")
     out.print(f"new records {report.inserted}, replaced failed {report.replaced}, already present {report.identical}, "
               f"runs added {report.runs}")
+    for p in pools:
+        short = ", ".join(f"{c} {n}" for c, n in p["cells_short"].items())
+        out.print(f"{p['spec']}: {p['queries']} queries of a target of {p['target']}, cross-shard duplicates dropped "
+                  f"{p['cross_shard_dropped']} ({p['dropped_now']} by this merge); "
+                  + (f"cells short of their quota: {short}" if short else "every cell meets its quota"))
+
+
+def _synthesis_pools(out_store: Path, warnings: list[str]) -> list[dict]:
+    """Drop the cross-shard duplicates of each queries spec in the merged store (`validators.pool_merge`)."""
+    from mashbill.curation.report_synth import _resolver
+    from mashbill.factory.store import Store
+    from mashbill.validators.pool_merge import drop_cross_shard_duplicates
+
+    pools = []
+    with Store.open(out_store) as store:
+        resolve = _resolver(store)
+        for name, version, shash, _ in store.stored_specs(kinds=["queries"]):
+            rs = resolve(name, version, shash)
+            if rs is None:
+                warnings.append(f"{name}@{version}: its spec file is not found, so duplicates across shards were not "
+                                "checked; merge again where the spec is")
+                continue
+            pools.append(drop_cross_shard_duplicates(store, rs))
+    return pools

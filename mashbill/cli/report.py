@@ -18,8 +18,10 @@ from mashbill.cli._common import echo_json, json_option, out, store_option
 def command(target, out_file, store_path, as_json):
     """Write an HTML report for TARGET: a store folder, a snapshot folder, or NAME@VERSION (under
     STORE/snapshots). Plots: label cells per split, languages, token lengths against max_seq_len,
-    verdict codes, accept rate over the run, teacher latency and review progress. Nothing in the
-    file is fetched from the network.
+    verdict codes, accept rate over the run, teacher latency and review progress; per queries spec
+    the pool against its quotas (distinct n-grams, nearest-seed distance, filter codes, holdout hits)
+    and per judged spec the judge (scores, unparseable judgments, kappa against reviewers, judge
+    errors, order-inconsistent pairs). Nothing in the file is fetched from the network.
 
     \b
     Example:

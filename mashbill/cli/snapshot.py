@@ -73,8 +73,16 @@ def print_manifest(m: dict, path: Path) -> None:
         out.print("  left out by code: " + ", ".join(f"{k} {v}" for k, v in m["rejects"]["by_code"].items()))
     if m.get("preference"):
         p = m["preference"]["pairs"]
-        out.print(f"  pairs: rule {p.get('rule', 0)}, teacher {p.get('teacher', 0)}, human {p.get('human', 0)}; "
-                  f"correction samples {m['preference']['correction_samples']}")
+        out.print(f"  pairs: rule {p.get('rule', 0)}, teacher {p.get('teacher', 0)}, human {p.get('human', 0)}"
+                  + (f", judge {p['judge']}" if "judge" in p else "")
+                  + f"; correction samples {m['preference']['correction_samples']}")
+        pm = m["preference"]
+        if "judge_pairs_judged" in pm:
+            out.print(f"  judge pairs: {pm['judge_pairs_judged']} judged in both orders, {pm['judge_inconsistent']} "
+                      f"inconsistent (PREF006), {pm['judge_below_margin']} below the margin (PREF007), "
+                      f"{pm['judge_errors']} judge error(s) (PREF008)")
+    if m.get("judge"):
+        out.print(f"  judge scores: {m['judge']['scored']} (mean {m['judge']['mean_score']}) in judge.parquet")
     below = m["cells"]["below_quota"]
     if below:
         console.print(f"[yellow]warning[/yellow]: {len(below)} cell(s) below quota (shipped as they are): " +

@@ -11,3 +11,15 @@ def test_a_spec_without_a_judge_is_refused(cli_store, tmp_path):
     res = invoke("judge", cli_store.spec, "--store", store, "--json")
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and "no `judge:` section" in res.stderr, res.output
     assert res.stdout == ""
+
+
+def test_the_help_examples_name_specs_that_have_a_judge():
+    """Every library spec an example names has the `judge:` section the command needs (placeholders in capitals)."""
+    from mashbill.cli.judge import command
+    from mashbill.specs import find_spec, load_spec
+
+    named = [line.split()[2] for line in command.help.splitlines() if line.strip().startswith("mashbill judge ")]
+    library = [n for n in named if not n.isupper()]
+    assert library, named
+    for name in library:
+        assert load_spec(find_spec(name)).spec.judge is not None, name

@@ -82,3 +82,7 @@ def test_the_report_shows_diversity_quotas_holdout_and_the_judge(tmp_path):
     cells = re.search(r'data-plot="synth-cells-tq@1">(.*?)</figure>', html, re.S).group(1)
     assert cells.count("data-mark") == 2 * f["cells_total"]  # kept and quota per cell
     assert "holdout hits</td><td>0<" in html
+    from mashbill.curation.report import summary_lines
+
+    assert (f"queries tq@1: 6 kept (target 6), cells at quota {f['cells_total']} of {f['cells_total']}, holdout "
+            "hits 0") in "\n".join(summary_lines(data))

@@ -164,3 +164,30 @@ def test_samples_and_pair_judging_run_through_the_generate_loop(tmp_path):
     assert all(sorted(m[1] for m in g) == [0, 1, 2] for g in groups.values())  # seed + k
     assert first.requested == 2 * 3 * 2 == len(pairs) and again.requested == 0  # 3 pairs per query, 2 orders
     assert {(p["b"], p["a"]) for p in pairs} == {(p["a"], p["b"]) for p in pairs}
+
+
+def test_limit_counts_records_or_with_pairs_queries(tmp_path):
+    """`judge --limit N`: the first N records; with --pairs the first N queries, each pair in both orders."""
+    from mashbill.factory.generate import generate
+    from mashbill.specs.model import Runtime
+
+    server = FaultServer().start()
+    try:
+        teacher_cfg = {"backend": "openai", "model": "fault-model", "base_url": server.url,
+                       "sampling": {"temperature": 0.0, "max_tokens": 48}}
+        rs = load_spec(write_plan_spec(tmp_path / "lib", judge=judge_section(teacher=teacher_cfg)))
+        with Store.open(tmp_path / "s") as store:
+            teacher = make_teacher(rs.spec.judge.teacher, runtime=Runtime(max_retries=0))
+            try:
+                generate(rs, store, teacher, samples=3, limit=2)  # 2 queries x 3 samples
+                scored = run_judge(rs, store, teacher, limit=4)
+                paired = run_judge(rs, store, teacher, mode="pairs", limit=1)
+            finally:
+                teacher.close()
+            pairs = store.sql("SELECT a, b FROM judge_pairs").to_pylist()
+            groups = {r.id: r.meta["group"] for r in store.records(spec_hash=rs.hash)}
+    finally:
+        server.stop()
+    assert scored.requested == 4
+    assert paired.requested == 3 * 2 == len(pairs)  # one query: 3 pairs of its samples, both orders
+    assert len({groups[p["a"]] for p in pairs} | {groups[p["b"]] for p in pairs}) == 1

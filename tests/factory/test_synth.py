@@ -77,6 +77,36 @@ def test_language_shares_must_add_up_to_one(tmp_path):
         load_spec(write_queries_spec(tmp_path, synthesis={"language_shares": {"en": 0.9, "de": 0.3}}))
 
 
+def test_weights_give_a_dead_cells_quota_to_the_others_and_weigh_the_rest(tmp_path):
+    # 40 = en 32 (trap 8, plain 24) + de 8; creative weighs 2, percentage 0 but 1 in German (TYPE/LANG wins),
+    # German arithmetic and traps 0
+    weights = {"creative": 2, "percentage": 0, "percentage/de": 1, "arithmetic/de": 0, "precision-first/de": 0}
+    rs = load_spec(write_queries_spec(tmp_path, target=40, trap_share=0.25, seeds=SEEDS + DE_SEEDS, languages=["en", "de"],
+                                      synthesis={"language_shares": {"en": 0.8, "de": 0.2}, "weights": weights}))
+    quotas = {c.name: c.quota for c in plan_cells(rs)}
+    assert sum(quotas.values()) == 40
+    assert quotas == {"arithmetic/en/plain": 6, "creative/en/plain": 12, "general/en/plain": 6,
+                      "precision-first/en/trap": 8,
+                      # no German trap cell left: its trap part goes to the German plain cells
+                      "creative/de/plain": 5, "percentage/de/plain": 3}
+    with pytest.raises(SpecError, match="weights must not be negative"):
+        load_spec(write_queries_spec(tmp_path / "neg", synthesis={"weights": {"creative": -1}}))
+    # a weight for what is no cell is a typo, not a silent no-op
+    with pytest.raises(SpecError, match="weights names no cell: creativ, general/fr"):
+        plan_cells(load_spec(write_queries_spec(tmp_path / "typo", synthesis={"weights": {"creativ": 1, "general/fr": 1}})))
+    with pytest.raises(SpecError, match="leave 8 of the target to no cell"):
+        plan_cells(load_spec(write_queries_spec(
+            tmp_path / "none", target=40, seeds=SEEDS + DE_SEEDS, languages=["en", "de"],
+            synthesis={"language_shares": {"en": 0.8, "de": 0.2}, "weights": {
+                f"{t}/de": 0 for t in ("arithmetic", "percentage", "creative", "precision-first")}})))
+
+
+def test_weights_left_out_keep_the_spec_hash(tmp_path):
+    plain = load_spec(write_queries_spec(tmp_path)).hash
+    assert load_spec(write_queries_spec(tmp_path, synthesis={"weights": {}})).hash == plain
+    assert load_spec(write_queries_spec(tmp_path, synthesis={"weights": {"creative": 2}})).hash != plain
+
+
 def test_every_call_of_a_cell_gets_its_own_sampling_seed(tmp_path):
     """A cell with one seed shows the same seed on every call; one sampling seed would repeat one answer."""
     rs = load_spec(write_queries_spec(tmp_path, target=12, per_call=2))

@@ -1,4 +1,4 @@
-"""Real query corpora as seeds: JSONL, CSV, TSV without a header, Parquet and a local Hugging Face dataset, with
+"""Real query corpora as seeds: JSONL, JSON, CSV, TSV without a header, Parquet and a local Hugging Face dataset, with
 source and licence per query; bad corpora (missing columns, mixed encodings, empty rows) are named by file and row.
 
 The realistic files are the shared queries-dev corpora (MGSM German TSV, GSM8K JSONL) where this checkout has
@@ -45,18 +45,21 @@ def test_every_format_with_source_and_licence(tmp_path):
     from datasets import Dataset
 
     Dataset.from_dict({"prompt": ["Summarise the plot of Faust."], "lang": ["en"]}).save_to_disk(tmp_path / "e")
+    (tmp_path / "f.json").write_text('[{"query": "Wie weit ist es nach Graz?", "lang": "de"}]', encoding="utf-8")
     rs = load_spec(_spec(tmp_path, [
         {"path": "a.jsonl", "columns": {"query": "q", "lang": "l"}, "source": "mine", "licence": "CC0-1.0"},
         {"path": "b.csv", "columns": {"query": "question", "lang": "lang", "licence": "licence"}, "source": "b"},
         {"path": "c.tsv", "header": False, "columns": {"query": "0"}, "source": "mgsm-like", "licence": "CC-BY-4.0"},
         {"path": "d.parquet", "columns": {"query": "text", "lang": "lang"}},
         {"path": "e", "format": "hf", "columns": {"query": "prompt"}, "source": "hf", "licence": "Apache-2.0"},
+        {"path": "f.json", "source": "a JSON list"},
     ]))
     assert [(s["query"], s.get("source"), s.get("licence")) for s in rs.seeds] == [
         ("Wie spät ist es in Tokio?", "mine", "CC0-1.0"), ("What is 2+2?", "mine", "CC0-1.0"),
         ("Convert 5 miles to km, please", "b", "MIT"), ('Wie viel ist 3 "mal" 4?', "mgsm-like", "CC-BY-4.0"),
-        ("Translate 'hello' into German", None, None), ("Summarise the plot of Faust.", "hf", "Apache-2.0")]
-    assert set(rs.files) >= {f"seeds.{i}" for i in range(5)}  # every corpus is part of the hash
+        ("Translate 'hello' into German", None, None), ("Summarise the plot of Faust.", "hf", "Apache-2.0"),
+        ("Wie weit ist es nach Graz?", "a JSON list", None)]
+    assert set(rs.files) >= {f"seeds.{i}" for i in range(6)}  # every corpus is part of the hash
 
 
 @pytest.mark.skipif(DEV is None, reason="the shared queries-dev corpora are not beside this checkout")
@@ -74,17 +77,40 @@ def test_the_shared_queries_dev_corpora(tmp_path):
 
 
 @pytest.mark.parametrize("content, message, row", [
-    (b'{"q": "fine"}\n{"x": "no query column"}\n', "seed row 2 lacks column(s) ['q']", None),
+    (b'{"q": "fine"}\n{"x": "no query column"}\n', "seed row 2 lacks column(s) ['q']", 2),
     (b'{"q": "fine"}\n{"q": "caf\xe9 latin-1"}\n', "row is not UTF-8", 2),
-    (b'{"q": "fine"}\n{"q": ""}\n', "seed row 2 has no non-empty 'query'", None),
+    (b'{"q": "fine"}\n{"q": ""}\n', "seed row 2 has no non-empty 'query'", 2),
+    (b'{"q": "fine"}\n\n{"q": "  "}\n', "seed row 2 has no non-empty 'query'", 3),  # the file line, past a blank one
 ])
 def test_bad_corpora_are_named_by_file_and_row(tmp_path, content, message, row):
     (tmp_path / "bad.jsonl").write_bytes(content)
     with pytest.raises(SpecError) as exc:
         load_spec(_spec(tmp_path, [{"path": "bad.jsonl", "columns": {"query": "q"}}]))
-    assert message in str(exc.value) and "bad.jsonl" in str(exc.value)
-    if row is not None:
-        assert exc.value.line == row
+    assert message in str(exc.value) and f"bad.jsonl:{row}:" in str(exc.value)
+    assert exc.value.line == row
+
+
+@pytest.mark.parametrize("content, message, line", [
+    (b"query,lang\nfine one,en\n,en\n", "seed row 2 has no non-empty 'query'", 3),
+    (b"query,lang\nfine one,en\nonly a query\n", "row has 1 cells, the header 2", 3),  # a short row
+    (b"query,lang\nfine one,en\nsome,en,extra\n", "row has 3 cells, the header 2", 3),
+])
+def test_bad_csv_rows_are_named_by_file_and_line(tmp_path, content, message, line):
+    (tmp_path / "bad.csv").write_bytes(content)
+    with pytest.raises(SpecError) as exc:
+        load_spec(_spec(tmp_path, [{"path": "bad.csv", "columns": {"query": "query", "lang": "lang"}}]))
+    assert message in str(exc.value) and f"bad.csv:{line}:" in str(exc.value)
+
+
+def test_generate_names_a_bad_corpus_in_one_line(tmp_path):
+    from tests.cli.conftest import error_lines, invoke
+
+    (tmp_path / "bad.tsv").write_bytes(b"Wie viel ist 3 mal 4?\t12\n\t7\n")
+    spec = _spec(tmp_path, [{"path": "bad.tsv", "header": False, "columns": {"query": "0"}}])
+    res = invoke("generate", spec, "--store", tmp_path / "s", "--allow-unlocked", "--no-progress")
+    assert res.exit_code == 2 and len(error_lines(res)) == 1, res.output
+    assert "bad.tsv:2:" in res.stderr and "seed row 2 has no non-empty 'query'" in res.stderr
+    assert not (tmp_path / "s").exists()
 
 
 def test_a_csv_row_with_a_byte_that_is_not_utf8_is_named(tmp_path):

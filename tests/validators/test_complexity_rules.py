@@ -82,7 +82,7 @@ def test_file_mode_applies_the_complexity_rules(tmp_path, how):
                              catch_exceptions=False)
     assert res.exit_code == 1, res.output
     report = json.loads(out.read_text(encoding="utf-8"))
-    rule_set = "moe-complexity@2" if how == "spec" else "moe-complexity@1"  # the latest quick-start spec names @2
+    rule_set = "moe-complexity@3" if how == "spec" else "moe-complexity@1"  # the latest quick-start spec names @3
     assert report["rules"]["rule_set"] == rule_set
     for i, (_, _, _, codes) in enumerate(ROWS):
         got = {c for c, ex in report["examples"].items() for e in ex if e["record"] == f"labels.jsonl:{i + 1}"}
