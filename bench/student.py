@@ -19,7 +19,16 @@ queries from each source. `mix_agreement` is INT8 vs PyTorch labels on those que
 `--variants` adds static INT8 (QDQ, MatMul only, per channel, calibrated on training texts: s8s8 and u8s8) and
 ONNX Runtime's BERT optimizer before dynamic INT8, measured in the same rounds.
 
-Last line (machine-readable; onnx_* are the chosen student's, by default 3 layers x 600 steps; l6_* the 6-layer's):
+`--narrow 3:256,3:192,...` adds narrow students (`student_layers` K, `student_width` HIDDEN, `student_ffn` FFN:
+trainers/narrow.py) distilled from `--teacher` (default the chosen student) as `distill_from` does
+(trainers/distill.py: alpha * CE + (1 - alpha) * T^2 * KL, the teacher's logits on the train rows computed once),
+the same rows, batch, learning rate and steps as the teacher; each is exported and measured beside the others,
+and its accuracy is compared with its teacher's (`*_drop_vs_teacher`, points). `--keep DIR` keeps the trained
+runs and exports (a later run with the same DIR reuses them); `--reuse DIR` re-measures them and trains nothing.
+
+Last line (machine-readable; onnx_* are the chosen student's, by default 3 layers x 600 steps; l6_* the 6-layer's
+when it is among --students; per narrow student N: N_acc= N_drop_vs_teacher= N_agreement= N_int8_drop=
+N_mix_agreement= N_p50_ms_1_16= N_p99_ms_1_16= ... N_p50_ms_mix= N_p99_ms_mix=):
   student_layers= onnx_int8_p50_ms= onnx_int8_p95_ms= onnx_int8_p99_ms= onnx_agreement= onnx_acc_drop=
   l6_p50_ms= l6_p95_ms= l6_p99_ms= l6_agreement= l6_acc_drop= acc_l6= acc_lK= ...
   int8_p50_ms_1_16= int8_p99_ms_1_16= ... _17_32= ... _33_64= ... _mix= l6_p50_ms_33_64= l6_p99_ms_33_64= mix_agreement=
@@ -113,20 +122,28 @@ def nlu_scenarios(path: Path) -> tuple[list, list, list[str]]:
 
 
 def train_student(out: Path, train, names, *, layers: int | None, pick: str, steps: int, batch: int,
-                  lr: float, seed: int = 0) -> dict:
-    """A MiniLM sequence classifier (k layers cut as `student_layers` does), trained `steps` AdamW steps."""
+                  lr: float, seed: int = 0, width: int | None = None, ffn: int | None = None, teacher=None,
+                  alpha: float = 0.5, temperature: float = 2.0, init: Path | None = None) -> dict:
+    """A MiniLM sequence classifier (k layers cut as `student_layers` does, narrowed as `student_width` /
+    `student_ffn` do), trained `steps` AdamW steps; with `teacher` (logits per train row) distilled as
+    `distill_from` does (trainers/distill.py)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from mashbill.trainers.base_model import minilm_folder
     from mashbill.trainers.classify import keep_layers
+    from mashbill.trainers.distill import distill_loss
+    from mashbill.trainers.narrow import shrink_width
 
     base = minilm_folder()
     torch.manual_seed(seed)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(base), num_labels=len(names), id2label=dict(enumerate(names)),
+    model = AutoModelForSequenceClassification.from_pretrained(  # init: a trained run's model (base_model: RUN/model)
+        str(init or base), num_labels=len(names), id2label=dict(enumerate(names)),
         label2id={n: i for i, n in enumerate(names)})
-    kept = keep_layers(model, layers, pick) if layers else list(range(model.config.num_hidden_layers))
+    have = model.config.num_hidden_layers
+    kept = keep_layers(model, layers, pick) if layers and layers != have else list(range(have))
+    if width is not None or ffn is not None:
+        model, _ = shrink_width(model, width, ffn)
     tok = AutoTokenizer.from_pretrained(str(base))
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps)
@@ -134,10 +151,16 @@ def train_student(out: Path, train, names, *, layers: int | None, pick: str, ste
     order = np.concatenate([rng.permutation(len(train)) for _ in range(steps * batch // len(train) + 1)])
     model.train()
     t0 = time.perf_counter()
+    loss = torch.tensor(float("nan"))  # steps 0: an untrained model, for its shapes' latency only
     for step in range(steps):
         idx = order[step * batch:(step + 1) * batch]
         enc = tok([train[i][0] for i in idx], padding=True, truncation=True, max_length=64, return_tensors="pt")
-        loss = model(**enc, labels=torch.tensor([train[i][1] for i in idx])).loss
+        labels = torch.tensor([train[i][1] for i in idx])
+        if teacher is None:
+            loss = model(**enc, labels=labels).loss
+        else:
+            loss = distill_loss(model(**enc).logits, torch.from_numpy(teacher[idx]), labels, alpha=alpha,
+                                temperature=temperature)
         loss.backward()
         opt.step()
         sched.step()
@@ -244,23 +267,18 @@ def student_key(spec: str, default_steps: int) -> str:
     return base if steps == default_steps else f"{base}_{steps}"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=NLU)
-    ap.add_argument("--students", default="6,3:spread,3:first,3:spread:600",
-                    help="comma-separated K[:spread|first[:STEPS]]; 6 is the full model; STEPS overrides --steps "
-                         "(a 3-layer step costs about half a 6-layer one) (default %(default)s)")
-    ap.add_argument("--choose", default="3:spread:600", help="the student the onnx_* keys report")
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--train-threads", type=int, default=1)  # 2 threads on a loaded 2-core box: 5x slower
-    ap.add_argument("--latency-samples", type=int, default=2000)
-    ap.add_argument("--length-samples", type=int, default=600, help="timed requests per model per length set")
-    ap.add_argument("--variants", action="store_true", help="also static INT8 (s8s8, u8s8) and BERT-fused INT8")
-    ap.add_argument("--keep", type=Path, help="keep the trained runs and exports here")
-    ap.add_argument("--quick", action="store_true", help="smoke run (20 steps, 200 eval rows, 200 timed requests)")
-    args = ap.parse_args()
+def narrow_spec(spec: str, default_steps: int) -> tuple[int, int, int | None, int, str]:
+    """K:HIDDEN[:FFN[:STEPS]] -> (k, hidden, ffn or None, steps, key); FFN 0 or empty scales with HIDDEN."""
+    parts = spec.split(":")
+    k, hidden = int(parts[0]), int(parts[1])
+    ffn = int(parts[2]) if len(parts) > 2 and parts[2] not in ("", "0") else None
+    steps = int(parts[3]) if len(parts) > 3 else default_steps
+    key = f"l{k}_w{hidden}" + (f"f{ffn}" if ffn else "") + ("" if steps == default_steps else f"_{steps}")
+    return k, hidden, ffn, steps, key
+
+
+def _measure(name, run, paths, texts, gold, names, sets, args, out):
+    """Parity of each INT8 graph vs the run's own PyTorch model; registers the predictors for the latency rounds."""
     import torch
 
     from mashbill.exporters.onnx_export import load_classifier
@@ -268,54 +286,114 @@ def main() -> None:
     from mashbill.exporters.predict import OnnxPredictor
     from mashbill.exporters.runs import Run
 
+    torch.set_num_threads(1)
+    model, tok = load_classifier(Run(run, {}))
+    ref = torch_logits(model, tok, texts, 64)
+    res = {"layers": model.config.num_hidden_layers, "hidden": model.config.hidden_size,
+           "ffn": model.config.intermediate_size, "parity": {}}
+    if args.variants:
+        kept = {k: paths["fp32"].parent / f"model.{k}.onnx" for k in VARIANTS}
+        paths.update(kept if all(p.is_file() for p in kept.values())
+                     else quant_variants(paths, [t for t, _ in args.train_rows[:300]], model.config))
+    quants = ["int8", "int8_pt"] + [k for k in VARIANTS if k in paths]
+    if not sets:
+        sets.update(length_sets(tok.backend_tokenizer, per_set=200 if not args.quick else 40))
+    mix_ref = torch_logits(model, tok, sets["mix"], 64).argmax(-1)
+    for q in quants:
+        pred = OnnxPredictor(paths[q], threads=1)
+        cand = np.concatenate([pred.logits_one(t) for t in texts])
+        res["parity"][q] = parity(ref, cand, gold, dict(enumerate(names)), False)
+        out["predictors"][f"{name}/{q}"] = pred
+        if q != "int8_pt":
+            out["by_length"][f"{name}/{q}"] = pred
+            out["mix_agree"][f"{name}/{q}"] = round(float(np.mean(
+                np.concatenate([pred.logits_one(t) for t in sets["mix"]]).argmax(-1) == mix_ref)), 4)
+    out["predictors"][f"{name}/fp32"] = OnnxPredictor(paths["fp32"], threads=1)
+    return res, quants
+
+
+def _exported(run: Path, dest: Path) -> dict:
+    if dest.exists():
+        return {"int8": dest / "model.int8.onnx", "int8_pt": dest / "model.int8_pt.onnx", "fp32": dest / "model.onnx"}
+    return export_student(run, dest)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=NLU)
+    ap.add_argument("--students", default="6,3:spread,3:first,3:spread:600",
+                    help="comma-separated K[:spread|first[:STEPS]]; 6 is the full model; STEPS overrides --steps "
+                         "(a 3-layer step costs about half a 6-layer one) (default %(default)s)")
+    ap.add_argument("--choose", default="3:spread:600", help="the student the onnx_* keys report")
+    ap.add_argument("--narrow", default="",
+                    help="comma-separated K:HIDDEN[:FFN[:STEPS]] narrow students (student_layers K, student_width "
+                         "HIDDEN, student_ffn FFN; STEPS defaults to the teacher's; STEPS 0: untrained, for latency "
+                         "only), each distilled from --teacher (e.g. 3:256,3:192,3:128)")
+    ap.add_argument("--teacher", help="the student (a --students entry) the narrow ones distil from "
+                                      "(default: --choose)")
+    ap.add_argument("--narrow-init", choices=("base", "teacher"), default="base",
+                    help="narrow students start from the base MiniLM cut to K layers (as student_layers + "
+                         "student_width do), or from the trained teacher's weights (base_model: TEACHER_RUN/model; "
+                         "K must be the teacher's layer count; keys end in _ti) (default %(default)s)")
+    ap.add_argument("--alpha", type=float, default=0.5, help="distill_alpha (default %(default)s)")
+    ap.add_argument("--temperature", type=float, default=2.0, help="distill_temperature (default %(default)s)")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--train-threads", type=int, default=1)  # 2 threads on a loaded 2-core box: 5x slower
+    ap.add_argument("--latency-samples", type=int, default=2000)
+    ap.add_argument("--length-samples", type=int, default=600, help="timed requests per model per length set")
+    ap.add_argument("--variants", action="store_true", help="also static INT8 (s8s8, u8s8) and BERT-fused INT8")
+    ap.add_argument("--keep", type=Path, help="keep the trained runs and exports here (a later run reuses them)")
+    ap.add_argument("--reuse", type=Path, help="measure the runs kept in this folder by --keep again; train nothing "
+                                               "(a missing run is an error)")
+    ap.add_argument("--quick", action="store_true", help="smoke run (20 steps, 200 eval rows, 200 timed requests)")
+    args = ap.parse_args()
+    import torch
+
+    from mashbill.exporters.onnx_export import load_classifier
+    from mashbill.exporters.parity import torch_logits
+    from mashbill.exporters.runs import Run
+
     train, ev, names = nlu_scenarios(args.data)
+    args.train_rows = train
     if args.quick:
         args.steps, args.latency_samples, args.length_samples, ev = 20, 200, 80, ev[:200]
         args.students = ",".join(dict.fromkeys(":".join(x.split(":")[:2]) for x in args.students.split(",")))
         args.choose = ":".join(args.choose.split(":")[:2])
+        args.teacher = args.teacher and ":".join(args.teacher.split(":")[:2])
+        args.narrow = ",".join(":".join(x.split(":")[:3]) for x in args.narrow.split(",") if x)
     texts, gold_ids = [t for t, _ in ev], [y for _, y in ev]
     gold = [names[y] for y in gold_ids]
     print(f"data: {args.data.name}, {len(names)} scenario labels, train {len(train)}, eval {len(ev)}; "
           f"{args.steps} steps x batch {args.batch}, lr {args.lr}")
-    work = args.keep or Path(tempfile.mkdtemp(prefix="mashbill-bench-student-"))
-    results, predictors, by_length, mix_agree = {}, {}, {}, {}
-    sets = None
+    if args.reuse and not args.reuse.is_dir():
+        sys.exit(f"--reuse {args.reuse}: no such folder (make one with --keep)")
+    work = args.reuse or args.keep or Path(tempfile.mkdtemp(prefix="mashbill-bench-student-"))
+    results, sets, out = {}, {}, {"predictors": {}, "by_length": {}, "mix_agree": {}}
+    teacher_spec = args.teacher or args.choose
+    teacher_key = student_key(teacher_spec, args.steps)
+    narrow = [narrow_spec(x, student_name(teacher_spec, args.steps)[2]) for x in args.narrow.split(",") if x]
+    if args.narrow_init == "teacher":
+        narrow = [(*n[:4], n[4] + "_ti") for n in narrow]
+
+    def ensure(run: Path, **kw) -> dict:
+        if (run / "model" / "config.json").is_file():
+            return {"kept": None, "train_s": float("nan"), "loss_last": float("nan")}
+        if args.reuse:
+            sys.exit(f"--reuse {args.reuse}: no trained run {run.name} (train it with --keep)")
+        torch.set_num_threads(args.train_threads)
+        return train_student(run, train, names, batch=args.batch, lr=args.lr, **kw)
+
     try:
         for spec in args.students.split(","):
             k, pick, steps = student_name(spec, args.steps)
             name = student_key(spec, args.steps)
-            torch.set_num_threads(args.train_threads)
             run = work / name
-            if not (run / "model" / "config.json").is_file():
-                info = train_student(run, train, names, layers=None if k == 6 else k, pick=pick,
-                                     steps=steps, batch=args.batch, lr=args.lr)
-            else:
-                info = {"kept": None, "train_s": float("nan"), "loss_last": float("nan")}
-            paths = export_student(run, work / f"{name}-onnx") if not (work / f"{name}-onnx").exists() else {
-                "int8": work / f"{name}-onnx" / "model.int8.onnx",
-                "int8_pt": work / f"{name}-onnx" / "model.int8_pt.onnx", "fp32": work / f"{name}-onnx" / "model.onnx"}
-            torch.set_num_threads(1)
-            model, tok = load_classifier(Run(run, {}))
-            ref = torch_logits(model, tok, texts, 64)
-            res = {"spec": spec, "layers": model.config.num_hidden_layers, **info, "parity": {}}
-            if args.variants:
-                kept = {k: paths["fp32"].parent / f"model.{k}.onnx" for k in VARIANTS}
-                paths.update(kept if all(p.is_file() for p in kept.values())
-                             else quant_variants(paths, [t for t, _ in train[:300]], model.config))
-            quants = ["int8", "int8_pt"] + [k for k in VARIANTS if k in paths]
-            if sets is None:
-                sets = length_sets(tok.backend_tokenizer, per_set=200 if not args.quick else 40)
-            mix_ref = torch_logits(model, tok, sets["mix"], 64).argmax(-1)
-            for q in quants:
-                pred = OnnxPredictor(paths[q], threads=1)
-                cand = np.concatenate([pred.logits_one(t) for t in texts])
-                res["parity"][q] = parity(ref, cand, gold, dict(enumerate(names)), False)
-                predictors[f"{name}/{q}"] = pred
-                if q != "int8_pt":
-                    by_length[f"{name}/{q}"] = pred
-                    mix_agree[f"{name}/{q}"] = round(float(np.mean(
-                        np.concatenate([pred.logits_one(t) for t in sets["mix"]]).argmax(-1) == mix_ref)), 4)
-            predictors[f"{name}/fp32"] = OnnxPredictor(paths["fp32"], threads=1)
+            info = ensure(run, layers=None if k == 6 else k, pick=pick, steps=steps)
+            res, quants = _measure(name, run, _exported(run, work / f"{name}-onnx"), texts, gold, names, sets, args,
+                                   out)
+            res.update(spec=spec, **info)
             results[name] = res
             p = res["parity"]["int8"]
             print(f"{name}: layers {res['layers']} (base layers kept {info['kept']}), train {info['train_s']:.0f} s, "
@@ -327,37 +405,86 @@ def main() -> None:
                 v = res["parity"][q]
                 print(f"{name}/{q}: agreement {v['agreement']:.4f}, drop {v['accuracy_drop_points']} points, max "
                       f"logit diff {v['max_abs_logit_diff']}", flush=True)
-        lat = interleaved_latency(predictors, texts, args.latency_samples)
-        print(f"{'1 thread, batch 1, tokenization incl.':<40} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
-        for k, v in lat.items():
-            print(f"{k:<40} {v['p50_ms']:>8.3f} {v['p95_ms']:>8.3f} {v['p99_ms']:>8.3f}")
-        lens = {b: interleaved_latency(by_length, texts_b, args.length_samples) for b, texts_b in sets.items()}
-        print(f"by token length (real queries: {len(sets['mix'])} in the mix), p50 / p99 ms, and INT8 vs PyTorch "
-              f"label agreement on the mix:")
-        print(f"{'':<28}" + "".join(f"{b:>16}" for b in lens) + f"{'mix agree':>11}")
-        for k in by_length:
-            print(f"{k:<28}" + "".join(f"{lens[b][k]['p50_ms']:>7.3f} /{lens[b][k]['p99_ms']:>7.3f}" for b in lens)
-                  + f"{mix_agree[k]:>11.4f}")
-        k = student_name(args.choose, args.steps)[0]
-        chosen = student_key(args.choose, args.steps)
-        c, full = lat[f"{chosen}/int8"], lat["l6/int8"]
-        print(f"{chosen} vs l6 (int8, p50): {full['p50_ms'] / c['p50_ms']:.2f}x faster; accuracy "
-              f"{results[chosen]['parity']['int8']['accuracy_reference']:.4f} vs "
-              f"{results['l6']['parity']['int8']['accuracy_reference']:.4f}")
-        pc, p6 = results[chosen]["parity"]["int8"], results["l6"]["parity"]["int8"]
-        accs = " ".join(f"acc_{n}={r['parity']['int8']['accuracy_reference']}" for n, r in results.items())
-        print(f"student_layers={k} onnx_int8_p50_ms={c['p50_ms']} onnx_int8_p95_ms={c['p95_ms']} "
-              f"onnx_int8_p99_ms={c['p99_ms']} onnx_agreement={pc['agreement']} "
-              f"onnx_acc_drop={pc['accuracy_drop_points']} l6_p50_ms={full['p50_ms']} l6_p95_ms={full['p95_ms']} "
-              f"l6_p99_ms={full['p99_ms']} l6_agreement={p6['agreement']} l6_acc_drop={p6['accuracy_drop_points']} "
-              f"acc_lK={pc['accuracy_reference']} {accs} eval_rows={len(texts)} "
-              + " ".join(f"int8_p{p}_ms_{b}={lens[b][f'{chosen}/int8'][f'p{p}_ms']}" for b in lens for p in (50, 99))
-              + f" l6_p50_ms_33_64={lens['33_64']['l6/int8']['p50_ms']} l6_p99_ms_33_64="
-              f"{lens['33_64']['l6/int8']['p99_ms']} mix_agreement={mix_agree[f'{chosen}/int8']} "
-              f"l6_mix_agreement={mix_agree['l6/int8']}")
+        if narrow:
+            if teacher_key not in results:
+                sys.exit(f"--teacher {teacher_spec}: not among --students {args.students}")
+            t_model, t_tok = load_classifier(Run(work / teacher_key, {}))
+            t_logits = None
+            for k, hidden, ffn, steps, name in narrow:
+                run = work / name
+                if not (run / "model" / "config.json").is_file() and t_logits is None:
+                    t_logits = torch_logits(t_model, t_tok, [t for t, _ in train], 64).astype(np.float32)
+                info = ensure(run, layers=k, pick="spread", steps=steps, width=hidden, ffn=ffn, teacher=t_logits,
+                              alpha=args.alpha, temperature=args.temperature,
+                              init=work / teacher_key / "model" if args.narrow_init == "teacher" else None)
+                res, _ = _measure(name, run, _exported(run, work / f"{name}-onnx"), texts, gold, names, sets, args,
+                                  out)
+                res.update(spec=f"{k}:{hidden}:{ffn or ''}:{steps}", **info)
+                results[name] = res
+                p, t = res["parity"]["int8"], results[teacher_key]["parity"]["int8"]
+                res["drop_vs_teacher"] = round(100 * (t["accuracy_reference"] - p["accuracy_reference"]), 2)
+                print(f"{name}: {k} layers x hidden {res['hidden']} x ffn {res['ffn']}, distilled from {teacher_key} "
+                      f"(alpha {args.alpha}, T {args.temperature}), train {info['train_s']:.0f} s, torch accuracy "
+                      f"{p['accuracy_reference']:.4f} vs teacher {t['accuracy_reference']:.4f} "
+                      f"({res['drop_vs_teacher']} points lower), int8 accuracy {p['accuracy']:.4f}, agreement "
+                      f"{p['agreement']:.4f}, int8 drop {p['accuracy_drop_points']} points", flush=True)
+        report(args, results, out, sets, texts, teacher_key, [n for *_, n in narrow])
     finally:
-        if not args.keep:
+        if not args.keep and not args.reuse:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def report(args, results, out, sets, texts, teacher_key, narrow_keys) -> None:
+    from mashbill.trainers.narrow import encoder_macs
+
+    lat = interleaved_latency(out["predictors"], texts, args.latency_samples)
+    print(f"{'1 thread, batch 1, tokenization incl.':<40} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for k, v in lat.items():
+        print(f"{k:<40} {v['p50_ms']:>8.3f} {v['p95_ms']:>8.3f} {v['p99_ms']:>8.3f}")
+    lens = {b: interleaved_latency(out["by_length"], texts_b, args.length_samples) for b, texts_b in sets.items()}
+    mix_agree = out["mix_agree"]
+    print(f"by token length (real queries: {len(sets['mix'])} in the mix), p50 / p99 ms, and INT8 vs PyTorch "
+          f"label agreement on the mix:")
+    print(f"{'':<28}" + "".join(f"{b:>16}" for b in lens) + f"{'mix agree':>11}")
+    for k in out["by_length"]:
+        print(f"{k:<28}" + "".join(f"{lens[b][k]['p50_ms']:>7.3f} /{lens[b][k]['p99_ms']:>7.3f}" for b in lens)
+              + f"{mix_agree[k]:>11.4f}")
+    k = student_name(args.choose, args.steps)[0]
+    chosen = student_key(args.choose, args.steps)
+    c, pc = lat[f"{chosen}/int8"], results[chosen]["parity"]["int8"]
+    accs = " ".join(f"acc_{n}={r['parity']['int8']['accuracy_reference']}" for n, r in results.items())
+    line = (f"student_layers={k} onnx_int8_p50_ms={c['p50_ms']} onnx_int8_p95_ms={c['p95_ms']} "
+            f"onnx_int8_p99_ms={c['p99_ms']} onnx_agreement={pc['agreement']} "
+            f"onnx_acc_drop={pc['accuracy_drop_points']} ")
+    if "l6" in results:
+        full, p6 = lat["l6/int8"], results["l6"]["parity"]["int8"]
+        print(f"{chosen} vs l6 (int8, p50): {full['p50_ms'] / c['p50_ms']:.2f}x faster; accuracy "
+              f"{pc['accuracy_reference']:.4f} vs {p6['accuracy_reference']:.4f}")
+        line += (f"l6_p50_ms={full['p50_ms']} l6_p95_ms={full['p95_ms']} l6_p99_ms={full['p99_ms']} "
+                 f"l6_agreement={p6['agreement']} l6_acc_drop={p6['accuracy_drop_points']} ")
+    line += (f"acc_lK={pc['accuracy_reference']} {accs} eval_rows={len(texts)} "
+             + " ".join(f"int8_p{p}_ms_{b}={lens[b][f'{chosen}/int8'][f'p{p}_ms']}" for b in lens for p in (50, 99))
+             + f" mix_agreement={mix_agree[f'{chosen}/int8']}")
+    if "l6" in results:
+        line += (f" l6_p50_ms_33_64={lens['33_64']['l6/int8']['p50_ms']} l6_p99_ms_33_64="
+                 f"{lens['33_64']['l6/int8']['p99_ms']} l6_mix_agreement={mix_agree['l6/int8']}")
+    if narrow_keys:
+        t = results[teacher_key]
+        print(f"narrow students vs their teacher {teacher_key} (encoder multiply-adds at 64 tokens, INT8 p50 at "
+              f"33-64 tokens):")
+        print(f"  {teacher_key}: {encoder_macs(t['hidden'], t['ffn'], t['layers'], 64) / 1e6:.0f} M MACs, "
+              f"{lens['33_64'][f'{teacher_key}/int8']['p50_ms']:.3f} ms")
+    for n in narrow_keys:
+        r, p = results[n], results[n]["parity"]["int8"]
+        macs = encoder_macs(r["hidden"], r["ffn"], r["layers"], 64)
+        print(f"  {n}: {macs / 1e6:.0f} M MACs, {lens['33_64'][f'{n}/int8']['p50_ms']:.3f} ms, accuracy "
+              f"{p['accuracy_reference']:.4f} ({r['drop_vs_teacher']} points below the teacher), int8 agreement "
+              f"{p['agreement']:.4f}, int8 drop {p['accuracy_drop_points']}")
+        line += (f" {n}_acc={p['accuracy_reference']} {n}_drop_vs_teacher={r['drop_vs_teacher']} "
+                 f"{n}_agreement={p['agreement']} {n}_int8_drop={p['accuracy_drop_points']} "
+                 f"{n}_mix_agreement={mix_agree[f'{n}/int8']} "
+                 + " ".join(f"{n}_p{q}_ms_{b}={lens[b][f'{n}/int8'][f'p{q}_ms']}" for b in lens for q in (50, 99)))
+    print(line)
 
 
 if __name__ == "__main__":

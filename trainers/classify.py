@@ -28,6 +28,10 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
         problem_type=info["problem_type"], dtype=torch.float32)
     if cfg.student_layers is not None:
         keep_layers(model, cfg.student_layers, cfg.student_layer_pick)
+    if cfg.student_width is not None or cfg.student_ffn is not None:
+        from mashbill.trainers.narrow import shrink_width
+
+        model, _ = shrink_width(model, cfg.student_width, cfg.student_ffn)
 
     def tok(batch):
         if "text_pair" in batch:  # a reward model's (request, plan) pairs: a cross-encoder input
@@ -36,10 +40,20 @@ def build(pf, placement, base, datasets, tokenizer, stage, work, *, max_steps: i
 
     enc = {s: d.map(tok, batched=True, remove_columns=[c for c in ("text", "text_pair") if c in d.column_names])
            for s, d in datasets.items()}
-    args = TrainingArguments(**common_args(pf, placement, work, max_steps=max_steps, epochs=epochs))
-    trainer = Trainer(model=model, args=args, train_dataset=enc["train"],
-                      eval_dataset=enc["eval"] if enc["eval"].num_rows else None,
-                      data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer)
+    targs, make, extra = common_args(pf, placement, work, max_steps=max_steps, epochs=epochs), Trainer, {}
+    teacher = getattr(pf, "teacher_path", None)
+    if teacher is not None:  # distil_from: teacher logits ride along as a column (trainers/distill.py)
+        from mashbill.trainers.distill import attach_teacher, distill_trainer_class
+
+        enc = attach_teacher(teacher, datasets, enc, info, cfg.max_length)
+        model.config.mashbill_distilled_from = {"run": str(teacher), "alpha": cfg.distill_alpha,
+                                                "temperature": cfg.distill_temperature}
+        targs["remove_unused_columns"] = False
+        make, extra = distill_trainer_class(), {"alpha": cfg.distill_alpha, "temperature": cfg.distill_temperature,
+                                                "multi_label": multi}
+    trainer = make(model=model, args=TrainingArguments(**targs), train_dataset=enc["train"],
+                   eval_dataset=enc["eval"] if enc["eval"].num_rows else None,
+                   data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer, **extra)
 
     def evaluate() -> dict:
         """Accuracy on the eval split (exact match for multi-label) and the majority baseline's."""

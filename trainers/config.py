@@ -10,7 +10,9 @@
     schedule: {max_steps: 3, batch_size: 2, learning_rate: 2.0e-4}
 
 A classifier (method classify) can keep k of its base encoder's layers: `student_layers: 3` with
-`base_model: embedded:all-minilm-l6-v2` trains a 3-layer student (layers 1, 3, 5 of 6; see trainers/classify.py).
+`base_model: embedded:all-minilm-l6-v2` trains a 3-layer student (layers 1, 3, 5 of 6; see trainers/classify.py);
+`student_width: 256` (and `student_ffn`) makes it narrower (trainers/narrow.py), and `distill_from: RUN_DIR`
+trains it on a finished classify run's logits as well as the labels (trainers/distill.py).
 
 The profile (tokenizer, chat template, max_seq_len, truncation side, loss mode) is compared with the
 snapshot's manifest by the preflight; a field left unset takes the manifest's value, so a config that
@@ -91,6 +93,15 @@ class TrainConfig(Strict):
     # keeps every other layer ending on the last (6 -> 3: layers 1, 3, 5), `first` keeps layers 0..k-1.
     student_layers: int | None = Field(None, ge=1)
     student_layer_pick: Literal["spread", "first"] = "spread"
+    # classify: a narrower student (trainers/narrow.py): hidden size (a multiple of the head size; heads shrink
+    # with it) and feed-forward size (None: scaled with the hidden size); units kept by weight norms
+    student_width: int | None = Field(None, ge=1)
+    student_ffn: int | None = Field(None, ge=1)
+    # classify: distil from a finished classify run of the same snapshot and labels (trainers/distill.py):
+    # loss = alpha * CE + (1 - alpha) * T^2 * KL(teacher / T || student / T)
+    distill_from: str | None = None
+    distill_alpha: float = Field(0.5, ge=0, le=1)
+    distill_temperature: float = Field(2.0, gt=0)
     threads: int | None = Field(None, ge=1)
 
     @property
@@ -103,6 +114,9 @@ class TrainConfig(Strict):
         if self.student_layers is None:  # a config written before the option keeps its identity (ladder history)
             body.pop("student_layers")
             body.pop("student_layer_pick")
+        if self.student_width is None and self.student_ffn is None and self.distill_from is None:
+            for k in ("student_width", "student_ffn", "distill_from", "distill_alpha", "distill_temperature"):
+                body.pop(k)
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 

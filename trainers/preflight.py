@@ -50,6 +50,7 @@ class Preflight:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     deepspeed_path: Path | None = None  # the validated DeepSpeed JSON (resolved against the config's folder)
+    teacher_path: Path | None = None  # classify distill_from, resolved against the config's folder and checked
 
     @property
     def snapshot_ref(self) -> dict:
@@ -152,6 +153,13 @@ def run_preflight(cfg: TrainConfig, config_dir: Path | None = None) -> Preflight
     pf = Preflight(cfg, path, manifest, mp, fmt, None, deepspeed_path=ds_path.resolve() if cfg.deepspeed else None)
     if cfg.student_layers is not None:
         _check_layers(cfg, base_dir)
+    if cfg.student_width is not None or cfg.student_ffn is not None or cfg.distill_from is not None:
+        from mashbill.trainers.narrow_preflight import check_narrow
+
+        try:
+            pf.teacher_path = check_narrow(pf, base_dir)
+        except MashbillError as exc:
+            raise PreflightError(str(exc)) from None
     if cfg.method == "classify":
         _check_classify(pf)
     else:
