@@ -12,10 +12,16 @@ characters, English and German: a false drop there is a real user's request thro
 
     half= n= genuine_before= genuine_precision= screen_recall= kept= real_n= real_false_drop= fluency_precision=
     genuine_precision_fluency= screen_recall_fluency= real_false_drop_fluency_de= seed_false_drop_fluency_de=
-    fluency_ms=
+    fluency_ms= genuine_recall= genuine_precision_genuine= screen_recall_genuine= genuine_recall_genuine=
+    real_false_drop_genuine_en= real_false_drop_genuine_de= grown3_genuine_kept= grown3_garbled_dropped=
+    grown3_nongenuine_dropped= grown4_genuine_kept= grown4_garbled_dropped= grown4_nongenuine_dropped=
 
 The fluency check (SYN013, `--fluency`, off in every spec) is measured side by side: the screen without and
 with it on the same rows, its drops of real queries and of the library seeds per language, its cost per query.
+So is the learned genuine check (`validators.query_genuine`, `--genuine`, in no screen; its weights from
+bench/fit_genuine.py): the screen without and with it (`*_genuine` keys; `genuine_recall` is the share of the
+genuine rows kept), its drops of the held-out (odd sha256) half of the real queries per language, and on the
+grown samples @3 and @4 (30 rows each, already kept by a screen) the genuine kept and the garbled dropped.
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ def real_queries(data: Path) -> list[tuple[str, str]]:
 
 
 def measure(half: str = "report", data: Path | None = None, show: str = "", echo=print,
-            fluency: dict[str, float] | None = None) -> dict:
+            fluency: dict[str, float] | None = None, genuine: str = "") -> dict:
     """The screen on the yardstick's `half` and on the real queries under `data`; prints the table, returns the
     figures of the last line."""
     from mashbill.specs import load_spec
@@ -104,7 +110,62 @@ def measure(half: str = "report", data: Path | None = None, show: str = "", echo
                "real_n": len(real), "real_false_drop": round(len(flagged) / max(len(real), 1), 4)}
     if fluency:
         figures.update(measure_fluency(rows, found, real, fluency, echo))
+    if genuine:
+        figures.update(measure_genuine(rows, found, real, genuine, echo))
     return figures
+
+
+GROWN = [FIXTURE.parent / f"grown-sample@{v}.jsonl" for v in (3, 4)]
+
+
+def measure_genuine(rows: list[dict], found: list[list[str]], real: list[tuple[str, str]], name: str,
+                    echo=print) -> dict:
+    """The learned genuine check (validators.query_genuine) side by side: the screen without and with it on the
+    same rows, its drops of the held-out (odd sha256) half of the real queries per language, and on the grown
+    samples (@3, @4: already kept by a screen) how many genuine it keeps and how many garbled it drops."""
+    from mashbill.validators.query_genuine import fit_half, genuine_scores, load_weights
+
+    threshold = load_weights(name)[2]
+    p = genuine_scores([r["query"] for r in rows], name)
+    gl = [float(x) < threshold for x in p]
+    bad = sum(not r["genuine"] for r in rows)
+    out = {}
+    echo(f"learned genuine check ({name}, threshold {threshold}), alone: drops {sum(gl)}, of them not genuine "
+         f"{sum(d and not r['genuine'] for r, d in zip(rows, gl))}")
+    echo(f"{'screen':22} {'drops':>6} {'genuine dropped':>16} {'genuine share kept':>19} {'recall':>7}")
+    for key, drop in (("", [bool(f) for f in found]), ("_genuine", [bool(f) or x for f, x in zip(found, gl)])):
+        kept = [r for r, d in zip(rows, drop) if not d]
+        gone = [r for r, d in zip(rows, drop) if d]
+        share = sum(r["genuine"] for r in kept) / max(len(kept), 1)
+        rec = sum(not r["genuine"] for r in gone) / max(bad, 1)
+        kept_genuine = sum(r["genuine"] for r in kept) / max(len(rows) - bad, 1)
+        echo(f"{'with learned' if key else 'without learned':22} {len(gone):>6} {sum(r['genuine'] for r in gone):>16} "
+             f"{share:>19.3f} {rec:>7.3f}  genuine kept {kept_genuine:.3f}")
+        if key:
+            out.update({"genuine_precision_genuine": round(share, 3), "screen_recall_genuine": round(rec, 3),
+                        "genuine_recall_genuine": round(kept_genuine, 3)})
+        else:
+            out["genuine_recall"] = round(kept_genuine, 3)
+    held = [(t, lg) for t, lg in real if not fit_half(t)]
+    hp = genuine_scores([t for t, _ in held], name) if held else []
+    for lang in ("en", "de"):
+        ps = [float(x) for (t, lg), x in zip(held, hp) if lg == lang]
+        drop = sum(x < threshold for x in ps)
+        echo(f"learned check on held-out real {lang} queries: drops {drop} of {len(ps)}")
+        out[f"real_false_drop_genuine_{lang}"] = round(drop / max(len(ps), 1), 4)
+    for path in GROWN:
+        g = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        gp = genuine_scores([r["query"] for r in g], name)
+        keep_g = sum(r["genuine"] and x >= threshold for r, x in zip(g, gp))
+        garb = [x < threshold for r, x in zip(g, gp) if r["reason"] == "garbled"]
+        nong = [x < threshold for r, x in zip(g, gp) if not r["genuine"]]
+        v = path.stem.split("@")[1]
+        echo(f"{path.name}: keeps {keep_g} of {sum(r['genuine'] for r in g)} genuine, drops {sum(garb)} of "
+             f"{len(garb)} garbled ({sum(nong)} of {len(nong)} not genuine)")
+        out[f"grown{v}_genuine_kept"] = keep_g
+        out[f"grown{v}_garbled_dropped"] = sum(garb)
+        out[f"grown{v}_nongenuine_dropped"] = sum(nong)
+    return out
 
 
 def measure_fluency(rows: list[dict], found: list[list[str]], real: list[tuple[str, str]], limits: dict[str, float],
@@ -164,9 +225,11 @@ def main() -> None:
     ap.add_argument("--show", default="", help="print the fixture rows a check code drops (e.g. SYN009)")
     ap.add_argument("--fluency", default="de=5.5", help="SYN013 limits to measure side by side, LANG=NATS,... "
                     "(validators.query_fluency.MEASURED_LIMITS; '' to skip: it runs the model on every row)")
+    ap.add_argument("--genuine", default="genuine@1", help="learned genuine-check weights "
+                    "(specs/library/shared/classifiers/NAME.json) to measure side by side ('' to skip)")
     args = ap.parse_args()
     limits = {k: float(v) for k, v in (p.split("=") for p in args.fluency.split(",") if p)}
-    figures = measure(args.half, args.data, args.show, fluency=limits or None)
+    figures = measure(args.half, args.data, args.show, fluency=limits or None, genuine=args.genuine)
     print(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 
