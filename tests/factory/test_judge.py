@@ -132,6 +132,13 @@ def test_the_judge_command(tmp_path):
     assert missing.returncode == 2 and "no `judge:` section" in missing.stderr
 
 
+def _fault_judged_spec(tmp_path, server):
+    """A plan spec whose teacher and judge are the fault server at temperature 0."""
+    teacher_cfg = {"backend": "openai", "model": "fault-model", "base_url": server.url,
+                   "sampling": {"temperature": 0.0, "max_tokens": 48}}
+    return load_spec(write_plan_spec(tmp_path / "lib", judge=judge_section(teacher=teacher_cfg)))
+
+
 def test_samples_and_pair_judging_run_through_the_generate_loop(tmp_path):
     """n samples per query are records of the loop (seed + k, one prompt); the judge compares each two in both
     orders, and a re-run asks for nothing."""
@@ -140,9 +147,7 @@ def test_samples_and_pair_judging_run_through_the_generate_loop(tmp_path):
 
     server = FaultServer().start()
     try:
-        teacher_cfg = {"backend": "openai", "model": "fault-model", "base_url": server.url,
-                       "sampling": {"temperature": 0.0, "max_tokens": 48}}
-        rs = load_spec(write_plan_spec(tmp_path / "lib", judge=judge_section(teacher=teacher_cfg)))
+        rs = _fault_judged_spec(tmp_path, server)
         with Store.open(tmp_path / "s") as store:
             teacher = make_teacher(rs.spec.judge.teacher, runtime=Runtime(max_retries=0))
             try:
@@ -173,9 +178,7 @@ def test_limit_counts_records_or_with_pairs_queries(tmp_path):
 
     server = FaultServer().start()
     try:
-        teacher_cfg = {"backend": "openai", "model": "fault-model", "base_url": server.url,
-                       "sampling": {"temperature": 0.0, "max_tokens": 48}}
-        rs = load_spec(write_plan_spec(tmp_path / "lib", judge=judge_section(teacher=teacher_cfg)))
+        rs = _fault_judged_spec(tmp_path, server)
         with Store.open(tmp_path / "s") as store:
             teacher = make_teacher(rs.spec.judge.teacher, runtime=Runtime(max_retries=0))
             try:
