@@ -5,6 +5,7 @@ verdicts on the judged records, which a snapshot honours and exports."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pyarrow.parquet as pq
 from synth_specs import SEEDS, judge_section, write_plan_spec
@@ -132,34 +133,37 @@ def test_the_judge_command(tmp_path):
     assert missing.returncode == 2 and "no `judge:` section" in missing.stderr
 
 
-def _fault_judged_spec(tmp_path, server):
-    """A plan spec whose teacher and judge are the fault server at temperature 0."""
-    teacher_cfg = {"backend": "openai", "model": "fault-model", "base_url": server.url,
-                   "sampling": {"temperature": 0.0, "max_tokens": 48}}
-    return load_spec(write_plan_spec(tmp_path / "lib", judge=judge_section(teacher=teacher_cfg)))
+@contextmanager
+def _fault_judged(tmp_path):
+    """(spec, store, teacher): a plan spec whose teacher and judge are the fault server at temperature 0."""
+    from mashbill.specs.model import Runtime
+
+    server = FaultServer().start()
+    try:
+        teacher_cfg = {"backend": "openai", "model": "fault-model", "base_url": server.url,
+                       "sampling": {"temperature": 0.0, "max_tokens": 48}}
+        rs = load_spec(write_plan_spec(tmp_path / "lib", judge=judge_section(teacher=teacher_cfg)))
+        with Store.open(tmp_path / "s") as store:
+            teacher = make_teacher(rs.spec.judge.teacher, runtime=Runtime(max_retries=0))
+            try:
+                yield rs, store, teacher
+            finally:
+                teacher.close()
+    finally:
+        server.stop()
 
 
 def test_samples_and_pair_judging_run_through_the_generate_loop(tmp_path):
     """n samples per query are records of the loop (seed + k, one prompt); the judge compares each two in both
     orders, and a re-run asks for nothing."""
     from mashbill.factory.generate import generate
-    from mashbill.specs.model import Runtime
 
-    server = FaultServer().start()
-    try:
-        rs = _fault_judged_spec(tmp_path, server)
-        with Store.open(tmp_path / "s") as store:
-            teacher = make_teacher(rs.spec.judge.teacher, runtime=Runtime(max_retries=0))
-            try:
-                samples = generate(rs, store, teacher, samples=3, limit=2)
-                first = run_judge(rs, store, teacher, mode="pairs")
-                again = run_judge(rs, store, teacher, mode="pairs")
-            finally:
-                teacher.close()
-            recs = store.records(spec_hash=rs.hash)
-            pairs = store.sql("SELECT a, b FROM judge_pairs").to_pylist()
-    finally:
-        server.stop()
+    with _fault_judged(tmp_path) as (rs, store, teacher):
+        samples = generate(rs, store, teacher, samples=3, limit=2)
+        first = run_judge(rs, store, teacher, mode="pairs")
+        again = run_judge(rs, store, teacher, mode="pairs")
+        recs = store.records(spec_hash=rs.hash)
+        pairs = store.sql("SELECT a, b FROM judge_pairs").to_pylist()
     assert samples.requested == 6 and len(recs) == 6
     groups = {}
     for r in recs:
@@ -174,23 +178,13 @@ def test_samples_and_pair_judging_run_through_the_generate_loop(tmp_path):
 def test_limit_counts_records_or_with_pairs_queries(tmp_path):
     """`judge --limit N`: the first N records; with --pairs the first N queries, each pair in both orders."""
     from mashbill.factory.generate import generate
-    from mashbill.specs.model import Runtime
 
-    server = FaultServer().start()
-    try:
-        rs = _fault_judged_spec(tmp_path, server)
-        with Store.open(tmp_path / "s") as store:
-            teacher = make_teacher(rs.spec.judge.teacher, runtime=Runtime(max_retries=0))
-            try:
-                generate(rs, store, teacher, samples=3, limit=2)  # 2 queries x 3 samples
-                scored = run_judge(rs, store, teacher, limit=4)
-                paired = run_judge(rs, store, teacher, mode="pairs", limit=1)
-            finally:
-                teacher.close()
-            pairs = store.sql("SELECT a, b FROM judge_pairs").to_pylist()
-            groups = {r.id: r.meta["group"] for r in store.records(spec_hash=rs.hash)}
-    finally:
-        server.stop()
+    with _fault_judged(tmp_path) as (rs, store, teacher):
+        generate(rs, store, teacher, samples=3, limit=2)  # 2 queries x 3 samples
+        scored = run_judge(rs, store, teacher, limit=4)
+        paired = run_judge(rs, store, teacher, mode="pairs", limit=1)
+        pairs = store.sql("SELECT a, b FROM judge_pairs").to_pylist()
+        groups = {r.id: r.meta["group"] for r in store.records(spec_hash=rs.hash)}
     assert scored.requested == 4
     assert paired.requested == 3 * 2 == len(pairs)  # one query: 3 pairs of its samples, both orders
     assert len({groups[p["a"]] for p in pairs} | {groups[p["b"]] for p in pairs}) == 1
