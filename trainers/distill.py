@@ -20,8 +20,8 @@ from mashbill.errors import MashbillError
 TEACHER_COLUMN = "teacher_logits"
 
 
-class TeacherError(MashbillError):
-    """The distillation teacher run cannot teach this run."""
+class DistillTeacherError(MashbillError):
+    """The distillation teacher run cannot teach this run (not `mashbill.errors.TeacherError`: an LLM teacher's)."""
 
 
 def teacher_path(ref: str, base_dir: Path) -> Path:
@@ -30,24 +30,29 @@ def teacher_path(ref: str, base_dir: Path) -> Path:
 
 
 def check_teacher(cfg, run: Path, manifest: dict, expected_labels: dict | None) -> None:
-    """Refuse (TeacherError, one line) a teacher run of another snapshot, method or label set."""
+    """Refuse (DistillTeacherError, one line) a teacher run of another snapshot, method or label set."""
     if not (run / "lineage.json").is_file() or not (run / "model" / "config.json").is_file():
-        raise TeacherError(f"config {cfg.name}: distill_from {run}: not a finished classify run folder "
+        raise DistillTeacherError(f"config {cfg.name}: distill_from {run}: not a finished classify run folder "
                            "(no lineage.json or model/config.json)")
     lin = json.loads((run / "lineage.json").read_text(encoding="utf-8"))
     if lin.get("method") != "classify":
-        raise TeacherError(f"config {cfg.name}: distill_from {run}: teacher method {lin.get('method')!r}, "
+        raise DistillTeacherError(f"config {cfg.name}: distill_from {run}: teacher method {lin.get('method')!r}, "
                            "this run classify")
     snap = lin.get("snapshot") or {}
     if snap.get("id") != manifest["snapshot_id"]:
-        raise TeacherError(f"config {cfg.name}: distill_from {run}: teacher snapshot {snap.get('name')}@"
+        raise DistillTeacherError(f"config {cfg.name}: distill_from {run}: teacher snapshot {snap.get('name')}@"
                            f"{snap.get('version')} (id {snap.get('id')}), this run {manifest['name']}@"
                            f"{manifest['version']} (id {manifest['snapshot_id']})")
     if expected_labels is not None:
-        got = teacher_labels(run)
-        want = [expected_labels[i] for i in sorted(expected_labels)]
-        if got != want:
-            raise TeacherError(f"config {cfg.name}: distill_from {run}: teacher labels {got}, this run {want}")
+        require_labels(run, expected_labels, prefix=f"config {cfg.name}: ")
+
+
+def require_labels(run: Path, id2label: dict, *, prefix: str = "") -> None:
+    """Refuse a teacher run whose labels (in id order) are not this run's `id2label`."""
+    got = teacher_labels(run)
+    want = [id2label[i] for i in sorted(id2label)]
+    if got != want:
+        raise DistillTeacherError(f"{prefix}distill_from {run}: teacher labels {got}, this run {want}")
 
 
 def teacher_labels(run: Path) -> list[str]:
@@ -115,10 +120,7 @@ def distill_trainer_class():
 def attach_teacher(run: Path, datasets, enc: dict, label_info: dict, max_length: int) -> dict:
     """`enc` with the teacher's logits as a column of the train split (computed once per pulled dataset) and
     only the columns a batch needs in every split (the trainer then keeps the teacher column)."""
-    want = [label_info["id2label"][i] for i in sorted(label_info["id2label"])]
-    got = teacher_labels(run)
-    if got != want:
-        raise TeacherError(f"distill_from {run}: teacher labels {got}, this run {want}")
+    require_labels(run, label_info["id2label"])  # again: an older manifest names no classes for the preflight
     cache = getattr(datasets, "_mashbill_teacher", None)
     if cache is None or cache[0] != str(run):
         train = datasets["train"]
