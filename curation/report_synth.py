@@ -32,7 +32,7 @@ def distinct_n(texts: list[str], n: int) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
-def _resolver(store: Store):
+def stored_spec_resolver(store: Store):
     """(name, version, hash) -> the spec: the path its runs recorded, else the library; None if neither matches."""
     paths = store.spec_paths()
 
@@ -50,7 +50,7 @@ def _resolver(store: Store):
 
 
 def synthesis_figures(store: Store, resolve=None) -> list[dict]:
-    resolve = resolve or _resolver(store)
+    resolve = resolve or stored_spec_resolver(store)
     from mashbill.curation import minilm
     from mashbill.factory.synth import plan_cells, pool_items
     from mashbill.validators.queries import holdout_hits, holdout_items
@@ -121,7 +121,7 @@ def snapshot_judge_figures(m: dict, path: Path) -> list[dict]:
 
 
 def judge_figures(store: Store, resolve=None) -> list[dict]:
-    resolve = resolve or _resolver(store)
+    resolve = resolve or stored_spec_resolver(store)
     from mashbill.curation.judging import calibration
     from mashbill.curation.preference import PairBuild, judge_pairs
     from mashbill.factory.judge import judge_scores, pair_judgments

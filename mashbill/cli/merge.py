@@ -65,13 +65,13 @@ def command(out_store, shard_stores, require_complete, as_json):
 
 def _synthesis_pools(out_store: Path, warnings: list[str]) -> list[dict]:
     """Drop the cross-shard duplicates of each queries spec in the merged store (`validators.pool_merge`)."""
-    from mashbill.curation.report_synth import _resolver
+    from mashbill.curation.report_synth import stored_spec_resolver
     from mashbill.factory.store import Store
     from mashbill.validators.pool_merge import drop_cross_shard_duplicates
 
     pools = []
     with Store.open(out_store) as store:
-        resolve = _resolver(store)
+        resolve = stored_spec_resolver(store)
         for name, version, shash, _ in store.stored_specs(kinds=["queries"]):
             rs = resolve(name, version, shash)
             if rs is None:
