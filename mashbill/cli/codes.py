@@ -13,10 +13,10 @@ from mashbill.errors import MashbillError
 @click.command("codes")
 @click.argument("prefix", required=False)
 @json_option(help="Print the codes as a JSON list.")
-@click.option("--markdown", is_flag=True, help="Print the README's markdown table.")
-@click.option("--update-readme", type=click.Path(dir_okay=False, exists=True),
-              help="Rewrite the code table between the markers of this README file.")
-def command(prefix, as_json, markdown, update_readme):
+@click.option("--markdown", is_flag=True, help="Print the markdown table of docs/codes.md.")
+@click.option("--update-doc", type=click.Path(dir_okay=False, exists=True),
+              help="Rewrite the code table between the markers of this markdown file (docs/codes.md).")
+def command(prefix, as_json, markdown, update_doc):
     """List every verdict code (optionally those starting with PREFIX).
 
     \b
@@ -26,12 +26,12 @@ def command(prefix, as_json, markdown, update_readme):
       mashbill codes --json
     A code is registered with one line in mashbill/factory/codes.py.
     """
-    from mashbill.factory.codes import CODES, markdown_table, readme_with_table
+    from mashbill.factory.codes import CODES, markdown_table, doc_with_table
 
-    if update_readme:
-        p = Path(update_readme)
+    if update_doc:
+        p = Path(update_doc)
         try:
-            text = readme_with_table(p.read_text(encoding="utf-8"))
+            text = doc_with_table(p.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise MashbillError(f"{p}: {exc}") from None
         p.write_text(text, encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Every code the project emits is registered in mashbill.factory.codes; the README's table is its rendering."""
+"""Every code the project emits is registered in mashbill.factory.codes; docs/codes.md's table is its rendering."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from mashbill.factory.codes import CODES, README_END, README_START, markdown_table
+from mashbill.factory.codes import CODES, TABLE_END, TABLE_START, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["mashbill", "specs", "factory", "validators", "curation", "trainers", "exporters"]
@@ -59,11 +59,11 @@ def test_rule_set_severities_match_the_registry():
         assert CODES[r.code].severity == r.severity and CODES[r.code].source == "rules", r.code
 
 
-def test_readme_table_is_the_registry_rendering():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start, end = text.index(README_START) + len(README_START), text.index(README_END)
+def test_docs_table_is_the_registry_rendering():
+    text = (ROOT / "docs" / "codes.md").read_text(encoding="utf-8")
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
     assert text[start:end].strip() == markdown_table(), \
-        "the README's code table is stale: run `.venv/bin/mashbill codes --update-readme README.md`"
+        "docs/codes.md's code table is stale: run `.venv/bin/mashbill codes --update-doc docs/codes.md`"
 
 
 def test_registered_rule_ids_are_exactly_the_implemented_rules():
