@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "validators" / "fixtures" / "synth-labelled" / "queries.jsonl"
-SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-queries@3.yaml"
+SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-queries@3.yaml"
 
 
 def real_queries(data: Path) -> list[tuple[str, str]]:

@@ -93,7 +93,7 @@ def source_spec_of(rs: ResolvedSpec) -> ResolvedSpec:
     if not ref:
         raise MashbillError(f"{rs.path}: a preference spec needs curation.preference.source_spec, the plan spec "
                             "whose records give the chosen plans")
-    path = (rs.path.parent / ref).resolve()
+    path = (rs.home / ref).resolve()
     if not path.is_file():
         raise MashbillError(f"{rs.path}: curation.preference.source_spec {ref} not found (looked at {path})")
     src = load_spec(path)
@@ -357,4 +357,4 @@ def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | N
 
 def source_path(rs: ResolvedSpec) -> Path | None:
     ref = rs.spec.curation.preference.source_spec
-    return (rs.path.parent / ref).resolve() if ref else None
+    return (rs.home / ref).resolve() if ref else None

@@ -75,8 +75,8 @@ def from_store(path: Path) -> dict:
             dims_used = dims_used or dims
             c, lg = Counter(), Counter()
             profile = resolved.spec.trainer_profile if resolved else TrainerProfile()
-            key = (profile.model_dump_json(), str(resolved.path.parent) if resolved else "")
-            profiles[key] = (profile, resolved.path.parent if resolved else None)
+            key = (profile.model_dump_json(), str(resolved.home) if resolved else "")
+            profiles[key] = (profile, resolved.home if resolved else None)
             for rec in store.records(spec_hash=shash, status="accepted"):
                 labels = labels_of(dims, kind, rec.input, rec.output, rec.meta)
                 c[f"{cell_name(labels, dims)}"] += 1

@@ -96,7 +96,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
     if tokens:
         from mashbill.curation.tokens import token_lengths
 
-        lengths = token_lengths(profile, rs.path.parent, [e.conversation for e in examples])
+        lengths = token_lengths(profile, rs.home, [e.conversation for e in examples])
         if lengths is not None:
             n_tokens = {e.key: n for e, n in zip(examples, lengths)}
     rows: dict[str, list[tuple[Example, int]]] = {s: [] for s in SPLITS}  # (example, copy)
@@ -127,7 +127,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
         (tmp / "stats.json").write_bytes(manifest_bytes(stats))
         from mashbill.curation.tokens import training_facts
 
-        trainer_profile, train_tmpl = training_facts(profile, rs.path.parent)
+        trainer_profile, train_tmpl = training_facts(profile, rs.home)
         if train_tmpl:  # what a trainer renders with, so nothing has to be wired in by hand
             (tmp / trainer_profile["training_template"]).write_text(train_tmpl, encoding="utf-8")
 

@@ -73,6 +73,11 @@ class ResolvedSpec:
     def tool_catalog_text(self) -> str:
         return render_catalog(self.catalog) if self.catalog else ""
 
+    @property
+    def home(self) -> Path:
+        """The folder the spec's relative paths start from (spec_home: its kind's folder, also once archived)."""
+        return spec_home(self.path)
+
     def canonical(self) -> dict:
         # Runtime knobs change speed, guards decide whether a run goes on, curation settings change which
         # stored records a snapshot takes: none changes what the teacher produces, so none may change ids.
@@ -82,8 +87,20 @@ class ResolvedSpec:
         return {"spec": self.spec.model_dump(mode="json", exclude=exclude), "files": files}
 
 
+ARCHIVE = "archive"  # superseded versions: LIBRARY/archive/<kind>/<name>@<v>.yaml
+
+
+def spec_home(spec_path: Path) -> Path:
+    """The folder a spec's relative references start from. An archived spec (archive/<kind>/x.yaml) resolves them
+    from its kind's folder, as it did before it was archived, so its text, and so its hash, never changes."""
+    parent = spec_path.parent
+    if parent.parent.name == ARCHIVE:
+        return parent.parent.parent / parent.name
+    return parent
+
+
 def _resolve(spec_path: Path, rel: str, lines, field_path: tuple) -> Path:
-    p = (spec_path.parent / rel).resolve()
+    p = (spec_home(spec_path) / rel).resolve()
     if not p.is_file():
         raise SpecError(str(spec_path), f"referenced file not found: {rel} (looked at {p})",
                         line=line_for(lines, field_path), field=".".join(map(str, field_path)))
@@ -228,8 +245,8 @@ def _seed_spec(spec_path: Path, ref: str, lines, i: int) -> "ResolvedSpec":
     if ref.endswith((".yaml", ".yml")):
         p = _resolve(spec_path, ref, lines, ("seeds", i, "from_spec"))
     else:
-        root = spec_path.parent.parent
-        p = next((f for f in find_spec_files(root) if f.stem == ref or f.stem.partition("@")[0] == ref), None)
+        root = spec_home(spec_path).parent
+        p = next((f for f in find_spec_files(root, archived=True) if f.stem == ref or f.stem.partition("@")[0] == ref), None)
         if p is None:
             raise SpecError(str(spec_path), f"seeds.{i}.from_spec: no spec {ref} under {root}",
                             line=line_for(lines, ("seeds", i, "from_spec")), field=f"seeds.{i}.from_spec")
@@ -284,7 +301,7 @@ def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: di
 
 
 def _resolve_seed(spec_path: Path, rel: str, lines, i: int) -> Path:
-    p = (spec_path.parent / rel).resolve()
+    p = (spec_home(spec_path) / rel).resolve()
     if not p.exists():
         raise SpecError(str(spec_path), f"referenced file not found: {rel} (looked at {p})",
                         line=line_for(lines, ("seeds", i, "path")), field=f"seeds.{i}.path")
@@ -393,24 +410,26 @@ def _looks_like_spec(path: Path) -> bool:
     return isinstance(data, dict) and "kind" in data
 
 
-def find_spec_files(root: Path = LIBRARY) -> list[Path]:
-    """Spec files under root: YAML files with a top-level 'kind' (shared/ holds referenced pieces)."""
+def find_spec_files(root: Path = LIBRARY, *, archived: bool = False) -> list[Path]:
+    """Spec files under root: YAML files with a top-level 'kind' (shared/ holds referenced pieces). Superseded
+    versions under archive/ only when `archived` (checking and locking take them; listing and "latest" do not)."""
     out = []
     for p in sorted(Path(root).rglob("*.yaml")):
-        if "shared" in p.relative_to(root).parts or not _looks_like_spec(p):
+        parts = p.relative_to(root).parts
+        if "shared" in parts or (ARCHIVE in parts[:-1] and not archived) or not _looks_like_spec(p):
             continue
         out.append(p)
     return out
 
 
 def find_spec(name: str, root: Path = LIBRARY) -> Path:
-    """A spec by path, by 'name' (highest version) or by 'name@version'."""
+    """A spec by path, by 'name' (highest live version) or by 'name@version' (archived versions too)."""
     p = Path(name)
     if p.suffix in (".yaml", ".yml") and p.exists():
         return p
     want_name, _, want_version = name.partition("@")
     found: list[tuple[int, Path]] = []
-    for f in find_spec_files(root):
+    for f in find_spec_files(root, archived=bool(want_version)):
         stem_name, _, stem_version = f.stem.partition("@")
         if stem_name == want_name and (not want_version or stem_version == want_version):
             found.append((int(stem_version) if stem_version.isdigit() else 0, f))

@@ -442,7 +442,7 @@ def spec_options(rs, **overrides) -> Options:
     """Validation options from a spec: its trainer profile, holdout files and folder."""
     opts = Options(profile=rs.spec.trainer_profile,
                    holdout=[str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")],
-                   base_dir=rs.path.parent)
+                   base_dir=rs.home)
     for key, value in overrides.items():
         setattr(opts, key, value)
     return opts

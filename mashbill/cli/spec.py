@@ -12,20 +12,21 @@ from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, echo_json, json_option,
 from mashbill.errors import MashbillError, SpecError
 
 
-def _spec_roots(paths: tuple[str, ...]) -> list[tuple[Path, Path]]:
-    """(spec file, the folder that holds its lock file when none exists yet above it)."""
+def _spec_roots(paths: tuple[str, ...], archived: bool = True) -> list[tuple[Path, Path]]:
+    """(spec file, the folder that holds its lock file when none exists yet above it). Superseded versions
+    (archive/) are checked and locked, never listed."""
     from mashbill.specs import LIBRARY, find_spec_files
 
     if not paths:
-        return [(f, LIBRARY) for f in find_spec_files(LIBRARY)]
+        return [(f, LIBRARY) for f in find_spec_files(LIBRARY, archived=archived)]
     found: list[tuple[Path, Path]] = []
     for p in map(Path, paths):
-        found.extend((f, p) for f in find_spec_files(p)) if p.is_dir() else found.append((p, p.parent))
+        found.extend((f, p) for f in find_spec_files(p, archived=archived)) if p.is_dir() else found.append((p, p.parent))
     return found
 
 
-def _spec_paths(paths: tuple[str, ...]) -> list[Path]:
-    return [f for f, _ in _spec_roots(paths)]
+def _spec_paths(paths: tuple[str, ...], archived: bool = True) -> list[Path]:
+    return [f for f, _ in _spec_roots(paths, archived)]
 
 
 @click.group()
@@ -37,11 +38,12 @@ def command():
 @click.argument("paths", nargs=-1)
 @json_option(help='Print [{"spec", "kind", "seeds", "hash", "path"} or {"path", "error"}] as JSON.')
 def ls(paths, as_json):
-    """List specs (default: the shipped library) with kind, seeds and hash."""
+    """List specs (default: the shipped library) with kind, seeds and hash; superseded versions (archive/) are
+    not listed, but `name@version` still finds them."""
     from mashbill.specs import load_spec
 
     rows = []
-    for p in _spec_paths(paths):
+    for p in _spec_paths(paths, archived=False):
         try:
             rs = load_spec(p)
             rows.append({"spec": rs.ref, "kind": rs.spec.kind, "seeds": len(rs.seeds), "hash": rs.hash, "path": str(p)})
@@ -152,7 +154,7 @@ def tokenizer_problem(rs) -> str | None:
     from mashbill.validators.tokenizer import resolve_tokenizer_path
 
     try:
-        resolve_tokenizer_path(rs.spec.trainer_profile.tokenizer, rs.path.parent)
+        resolve_tokenizer_path(rs.spec.trainer_profile.tokenizer, rs.home)
     except MashbillError as exc:
         return f"trainer_profile.tokenizer: {exc}"
     return None

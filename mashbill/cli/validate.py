@@ -91,7 +91,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
             rs = load_spec(find_spec(profile_spec))
             opts.spec = rs
             spec_profile = rs.spec.trainer_profile
-            opts.base_dir = rs.path.parent
+            opts.base_dir = rs.home
             opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
             if opts.rules is None and "rules" in rs.file_paths:
                 from mashbill.validators.ruleset import load_rules
@@ -125,7 +125,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
 
         rs = load_spec(find_spec(target))
         tp = rs.spec.trainer_profile
-        opts.base_dir = rs.path.parent
+        opts.base_dir = rs.home
         opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
         if not no_spans:
             opts.profile = TrainerProfile(tokenizer=tokenizer or tp.tokenizer, max_seq_len=max_seq_len or tp.max_seq_len,

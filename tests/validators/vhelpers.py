@@ -10,7 +10,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
 # the synthesis screen's yardstick (520 grown queries labelled by eye) and the spec it was grown under
 SYNTH_LABELLED = FIXTURES / "synth-labelled" / "queries.jsonl"
-QUERIES_SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-queries@3.yaml"
+QUERIES_SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-queries@3.yaml"
 # the shared real-query corpora beside this checkout (None where they are not)
 QUERIES_DEV = next((p / "data" / "queries-dev" for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared")
                     if (p / "data" / "queries-dev").is_dir()), None)
