@@ -163,7 +163,7 @@ CASES = [
     ("version-bumped-not-locked", lambda c: ["generate", c["bumped"], "--store", c["tmp"] / "s"], 2,
      ["tiny-plan@2", "not in", LOCK_NAME], []),
     ("tokenizer-file-missing", lambda c: ["spec", "check", BAD / "missing-tokenizer@1.yaml"], 1,
-     ["FAIL missing-tokenizer@1", "trainer_profile.tokenizer", "/nonexistent/tok.gguf"], []),
+     ["FAIL spec missing-tokenizer@1", "trainer_profile.tokenizer", "/nonexistent/tok.gguf"], []),
     ("tokenizer-embedded-unknown", lambda c: ["spec", "check", c["noembed"]], 1,
      ["trainer_profile.tokenizer", "no-such-model"], []),
     ("chat-template-file-syntax", lambda c: ["validate", BAD / "messages.jsonl", "--format", "messages", "--tokenizer",

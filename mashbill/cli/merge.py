@@ -53,7 +53,7 @@ def command(out_store, shard_stores, require_complete, as_json):
     for ref, info in report.specs.items():
         statuses = ", ".join(f"{k} {v}" for k, v in info.get("records", {}).items())
         missing = f"; missing shards {', '.join(info['missing'])}" if info["missing"] else ""
-        out.print(f"{ref}: {statuses}{missing}")
+        out.print(f"spec {ref}: {statuses}{missing}")
     out.print(f"new records {report.inserted}, replaced failed {report.replaced}, already present {report.identical}, "
               f"runs added {report.runs}")
     for p in pools:

@@ -91,12 +91,12 @@ def _validate(specs, store_path, say) -> dict:
             try:
                 report = validate_spec_records(rs, store, spec_options(rs))
             except ValidationInputError as exc:
-                say(f"validate {rs.ref}: {exc}")
+                say(f"validate spec {rs.ref}: {exc}")
                 found[rs.ref] = {"error": str(exc)}
                 continue
             d = report.to_dict()
             rejects = {c: n for c, n in d["counts"].items() if d["severity"].get(c) == "reject"}
             found[rs.ref] = {"records": d["records"], "rejects": rejects}
-            say(f"validated {d['records']} accepted record(s) of {rs.ref}: "
+            say(f"validated {d['records']} accepted record(s) of spec {rs.ref}: "
                 + (", ".join(f"{c} {n}" for c, n in sorted(rejects.items())) or "no rejects"))
     return found

@@ -56,7 +56,7 @@ def _report(res, as_json: bool) -> None:
         echo_json(m)
         return
     c = m["splits"]["counts"]
-    out.print(f"[bold]{m['ref']}[/bold]  id {m['snapshot_id'][:16]}  ({m['kind']})  {res.path}")
+    out.print(f"snapshot [bold]{m['ref']}[/bold]  id {m['snapshot_id'][:16]}  ({m['kind']})  {res.path}")
     out.print(f"  rows: train {c['train']}  eval {c['eval']}  test {c['test']}  left out {m['rejects']['total']}"
               + (f" ({', '.join(f'{k} {v}' for k, v in m['rejects']['by_code'].items())})" if m['rejects']['by_code'] else ""))
     emb = m.get("embeddings")

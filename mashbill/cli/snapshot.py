@@ -66,7 +66,7 @@ def freeze(spec, name, version, store_path, out_dir, no_tokens, as_json):
 
 def print_manifest(m: dict, path: Path) -> None:
     c = m["splits"]["counts"]
-    out.print(f"[bold]{m['ref']}[/bold]  id {m['snapshot_id'][:16]}  ({m['kind']})  {path}")
+    out.print(f"snapshot [bold]{m['ref']}[/bold]  id {m['snapshot_id'][:16]}  ({m['kind']})  {path}")
     out.print(f"  train {c['train']}  eval {c['eval']}  test {c['test']}  left out {m['rejects']['total']}"
               + (f"  oversampled {m['cells']['oversampled']}" if m["cells"]["oversampled"] else ""))
     if m["rejects"]["by_code"]:
@@ -112,7 +112,7 @@ def verify(ref, store_path, snapshots_dir, as_json):
         echo_json({"ref": m["ref"], "snapshot_id": m["snapshot_id"], "path": str(path), "verified": True,
                    "files": len(m["files"])})
         return
-    out.print(f"ok  {m['ref']}  id {m['snapshot_id'][:16]}  {len(m['files'])} files verified")
+    out.print(f"ok  snapshot {m['ref']}  id {m['snapshot_id'][:16]}  {len(m['files'])} files verified")
 
 
 @command.command(name="ls")
@@ -275,5 +275,5 @@ def sample(spec, store_path, limit, threads, as_json):
         echo_json({"spec": rs.ref, "run_id": s.run_id, "queries": s.queries, "samples": s.samples,
                    "passing": s.passing, "failing": s.failing})
         return
-    out.print(f"{rs.ref}: {s.samples} sample(s) for {s.queries} quer(ies); {s.passing} pass every rule, "
+    out.print(f"spec {rs.ref}: {s.samples} sample(s) for {s.queries} quer(ies); {s.passing} pass every rule, "
               f"{s.failing} fail one or more (run {s.run_id})")

@@ -138,11 +138,11 @@ def check(paths, as_json):
             continue
         found = [x for x in (lock_problem(rs), tokenizer_problem(rs)) if x]
         for problem in found:
-            say(f"FAIL {rs.ref} ({p}): {problem}")
+            say(f"FAIL spec {rs.ref} ({p}): {problem}")
         results.append({"path": str(p), "spec": rs.ref, "hash": rs.hash, "problems": found})
         problems += len(found)
         if not found:
-            say(f"ok   {rs.ref}  {rs.hash[:12]}")
+            say(f"ok   spec {rs.ref}  {rs.hash[:12]}")
     say(f"{len(files)} spec(s), {problems} problem(s)")
     if as_json:
         echo_json(results)
@@ -175,14 +175,14 @@ def lock(paths, as_json):
         lock_path = find_lock(rs.path) or Path(root) / LOCK_NAME
         entries = read_lock(lock_path)
         if rs.ref in entries and entries[rs.ref] != rs.hash:
-            say(f"refused {rs.ref}: locked with another hash; bump its version instead")
+            say(f"refused spec {rs.ref}: locked with another hash; bump its version instead")
             refused.append(rs.ref)
             continue
         if rs.ref not in entries:
             entries[rs.ref] = rs.hash
             write_lock(lock_path, entries)
             locked.append({"spec": rs.ref, "hash": rs.hash, "lock": str(lock_path)})
-            say(f"locked  {rs.ref}  {rs.hash[:12]}  in {lock_path}")
+            say(f"locked  spec {rs.ref}  {rs.hash[:12]}  in {lock_path}")
     if as_json:
         echo_json({"locked": locked, "refused": refused})
     sys.exit(EXIT_FINDINGS if refused else EXIT_OK)

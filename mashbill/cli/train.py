@@ -60,7 +60,7 @@ def check(config, store_path, as_json):
         return
     for note in pf.notes:
         out.print(f"note: {note}")
-    out.print(f"ok: {cfg.name} ({cfg.method}) on {pf.manifest['ref']} id {pf.manifest['snapshot_id'][:12]}, format "
+    out.print(f"ok: {cfg.name} ({cfg.method}) on snapshot {pf.manifest['ref']} id {pf.manifest['snapshot_id'][:12]}, format "
               f"{pf.format}, max_seq_len {pf.profile.get('max_seq_len')}, loss {pf.profile.get('loss')}"
               + (f", {pf.rechecked} example(s) re-checked" if pf.rechecked else "") + f" ({pf.seconds:.1f} s)")
 

@@ -30,7 +30,7 @@ def test_ls_show_check_lock(lib, tmp_path):
     assert s["spec"] == "spec-cli@1" and s["hash"] == listed[0]["hash"] and s["seeds"] == 26
     assert s["files"]["output_schema"]["sha256"] and s["trainer_profile"]["max_seq_len"] == 1024
     check = invoke("spec", "check", folder)
-    assert check.exit_code == 1 and "FAIL spec-cli@1" in check.stdout, check.output  # not locked yet
+    assert check.exit_code == 1 and "FAIL spec spec-cli@1" in check.stdout, check.output  # not locked yet
     locked = invoke("spec", "lock", folder, "--json")
     assert locked.exit_code == 0 and json.loads(locked.stdout)["locked"][0]["spec"] == "spec-cli@1"
     check = invoke("spec", "check", folder, "--json")
