@@ -76,7 +76,8 @@ def sampled_labels(rs_spec, teacher, rows: list[dict]) -> list[str | None]:
 
 def scored_labels(rs_spec, teacher, rows: list[dict], calibrated: bool) -> list[str]:
     """The best class by log-probability (`calibrated`: minus a content-free request's, per prompt variant)."""
-    from mashbill.factory.teachers.label_scores import calibrated_scores, content_free, enum_answers
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "lab"))
+    from label_scores import calibrated_scores, content_free, enum_answers
     from mashbill.specs.prompting import render_prompt
 
     answers = enum_answers(rs_spec.output_schema, "complexity")

@@ -1,4 +1,4 @@
-"""Fit the learned genuine check (validators.query_genuine) from the fixtures, reproducibly; write its weights.
+"""Fit the learned genuine check (bench/lab/query_genuine.py) from the fixtures, reproducibly; write its weights.
 
     .venv/bin/python bench/fit_genuine.py [--data /work/shared/data/queries-dev] [--out PATH]
 
@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "lab"))
 from synth_quality import FIXTURE, real_queries  # noqa: E402
 
-from mashbill.validators.query_genuine import CLASSIFIERS, fit, fit_half, training_digest, write_weights  # noqa: E402
+from query_genuine import CLASSIFIERS, fit, fit_half, training_digest, write_weights  # noqa: E402
 
 KEEP_TUNE_GENUINE = 0.9
 REAL_WEIGHT = 0.25  # the real queries' share of the weight; the tune half's genuine and non-genuine rows 0.5 each

@@ -18,7 +18,7 @@ characters, English and German: a false drop there is a real user's request thro
 
 The fluency check (SYN013, `--fluency`, off in every spec) is measured side by side: the screen without and
 with it on the same rows, its drops of real queries and of the library seeds per language, its cost per query.
-So is the learned genuine check (`validators.query_genuine`, `--genuine`, in no screen; its weights from
+So is the learned genuine check (`bench/lab/query_genuine.py`, `--genuine`, in no screen; its weights from
 bench/fit_genuine.py): the screen without and with it (`*_genuine` keys; `genuine_recall` is the share of the
 genuine rows kept), its drops of the held-out (odd sha256) half of the real queries per language, and on the
 grown samples @3 and @4 (30 rows each, already kept by a screen) the genuine kept and the garbled dropped.
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,10 +121,11 @@ GROWN = [FIXTURE.parent / f"grown-sample@{v}.jsonl" for v in (3, 4)]
 
 def measure_genuine(rows: list[dict], found: list[list[str]], real: list[tuple[str, str]], name: str,
                     echo=print) -> dict:
-    """The learned genuine check (validators.query_genuine) side by side: the screen without and with it on the
+    """The learned genuine check (bench/lab/query_genuine.py) side by side: the screen without and with it on the
     same rows, its drops of the held-out (odd sha256) half of the real queries per language, and on the grown
     samples (@3, @4: already kept by a screen) how many genuine it keeps and how many garbled it drops."""
-    from mashbill.validators.query_genuine import fit_half, genuine_scores, load_weights
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "lab"))
+    from query_genuine import fit_half, genuine_scores, load_weights
 
     threshold = load_weights(name)[2]
     p = genuine_scores([r["query"] for r in rows], name)

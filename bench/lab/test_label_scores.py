@@ -1,4 +1,4 @@
-"""Label scoring (factory/teachers/label_scores.py, the complexity bench's scorer) on the real embedded SmolLM2: the scores
+"""Label scoring (bench/lab/label_scores.py, the complexity bench's scorer; a lab experiment, run with `pytest bench/lab`) on the real embedded SmolLM2: the scores
 are the model's own log-probabilities (checked against llama.cpp computing every position at once)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_scores_are_the_models_log_probabilities(teacher):
     one, or a stale cache, moves a score by nats, not hundredths)."""
     import llama_cpp
 
-    from mashbill.factory.teachers.label_scores import _prompt_text, enum_answers, label_scores
+    from label_scores import _prompt_text, enum_answers, label_scores
 
     answers = enum_answers(SCHEMA, "complexity")
     got = label_scores(teacher.llm, MESSAGES, answers)

@@ -1,4 +1,4 @@
-"""The learned 'looks like a real user request' candidate (validators.query_genuine, measured and left out
+"""The learned 'looks like a real user request' candidate (bench/lab/query_genuine.py, measured and left out
 of the screen): what it was fitted on (never the held-out rows), that the fit is deterministic and reproduces the
 shipped weights, the check on a few yardstick rows, and its figures on the yardstick's report half (the
 floors are what bench/synth_quality.py measured, minus a margin)."""
@@ -17,8 +17,8 @@ import pytest
 
 from mashbill.specs import load_spec
 from mashbill.validators.queries import quality_codes, query_screen
-from mashbill.validators.query_genuine import CLASSIFIERS, embed, fit, fit_half, genuine_scores, load_weights
-from mashbill.validators.query_genuine import not_genuine, training_digest
+from query_genuine import CLASSIFIERS, embed, fit, fit_half, genuine_scores, load_weights
+from query_genuine import not_genuine, training_digest
 
 from vhelpers import QUERIES_DEV as DEV
 from vhelpers import QUERIES_SPEC as SPEC

@@ -25,9 +25,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from mashbill.specs import LIBRARY
-
-CLASSIFIERS = LIBRARY / "shared" / "classifiers"
+CLASSIFIERS = Path(__file__).resolve().parent / "classifiers"
 
 
 def fit_half(text: str) -> bool:
