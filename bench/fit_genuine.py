@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/fit_genuine.py [--data /work/shared/data/queries-dev] [--out PATH]
 
-Positives: the real queries of queries-dev (bench/synth_quality.real_queries: its JSON Lines rows and MGSM, EN
+Positives: the real queries of queries-dev (tests/validators/vhelpers.real_queries: its JSON Lines rows and MGSM, EN
 and DE, <= 300 characters) whose sha256 first byte is even (`query_genuine.fit_half`), and the labelled
 yardstick's tune-half genuine rows; negatives: the tune half's non-genuine rows. The threshold is the one that
 keeps 90% of the tune half's genuine rows, scored out of fold (5 folds by a hash of the text). The report half,

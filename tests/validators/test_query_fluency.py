@@ -5,32 +5,24 @@ the labelled yardstick and on real queries-dev queries, minus (plus) a margin. O
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 
 import pytest
 
-from mashbill.specs import load_spec
+from mashbill.specs import LIBRARY, load_spec
 from mashbill.validators.queries import quality_codes, query_screen
 from mashbill.validators.query_fluency import MEASURED_LIMITS, mean_nll, not_fluent
 
 from vhelpers import QUERIES_DEV as DEV
 from vhelpers import QUERIES_SPEC as SPEC
-from vhelpers import ROOT
+from vhelpers import real_queries
 from vhelpers import SYNTH_LABELLED as FIXTURE
 
 
 @pytest.fixture(scope="module")
 def labelled():
     return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("synth_quality", ROOT / "bench" / "synth_quality.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
 
 
 def test_german_word_salad_above_the_limit_and_real_german_below(labelled):
@@ -60,13 +52,13 @@ def test_english_garble_is_not_more_surprising_than_real_english(labelled):
     if DEV is None:
         pytest.skip("the shared queries-dev corpora are not beside this checkout")
     garbled = [r["query"] for r in labelled if r["lang"] == "en" and r["reason"] == "garbled"][:8]
-    real = [t for t, lang in _bench().real_queries(DEV) if lang == "en" and len(t) < 120][::150][:8]
+    real = [t for t, lang in real_queries(DEV) if lang == "en" and len(t) < 120][::150][:8]
     assert statistics.median(mean_nll(q) for q in garbled) < statistics.median(mean_nll(q) for q in real)
 
 
 def test_the_screen_drops_by_its_spec_limits(tmp_path):
     """`synthesis.filters.fluency` turns the check on in the screen, after the cheaper checks."""
-    base = SPEC.parent.parent
+    base = LIBRARY
     text = SPEC.read_text(encoding="utf-8")
     for key in ("file: ../", "path: ../", "output_schema: ../", "holdout: [../", "rules: ../"):
         text = text.replace(key, key.replace("../", f"{base}/"))
@@ -94,7 +86,7 @@ def test_precision_on_the_report_half(labelled):
 def test_real_german_queries_are_rarely_dropped():
     """German queries of queries-dev (mt_bench_x_de and MGSM, <= 300 characters; every 12th, the model reads them
     in seconds each on a busy machine): measured 1 of all 117 above the limit; at most 1 of the sample."""
-    real = [t for t, lang in _bench().real_queries(DEV) if lang == "de"]
+    real = [t for t, lang in real_queries(DEV) if lang == "de"]
     assert len(real) > 100
     dropped = [t for t in real[::12] if not_fluent(t, "de", MEASURED_LIMITS)]
     assert len(dropped) <= 1, dropped

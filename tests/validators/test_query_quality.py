@@ -6,13 +6,12 @@ report half, minus (plus) a margin: a change to a check that loses precision or 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 
 import pytest
 
 from mashbill.errors import SpecError
-from mashbill.specs import load_spec
+from mashbill.specs import LIBRARY, load_spec
 from mashbill.validators.queries import REQUEST_OPENERS, quality_codes, query_screen
 from mashbill.validators.query_quality import assistant_voice, cell_fit, needs_context, several_requests
 from mashbill.validators.ruleset import load_ruleset
@@ -22,6 +21,7 @@ from vhelpers import QUERIES_DEV as DEV
 from vhelpers import QUERIES_SPEC as SPEC
 from vhelpers import ROOT
 from vhelpers import SYNTH_LABELLED as FIXTURE
+from vhelpers import real_queries
 
 
 @pytest.fixture(scope="module")
@@ -145,10 +145,7 @@ def test_the_screen_on_the_report_half(screen, labelled):
 def test_real_queries_are_rarely_dropped(screen):
     """Real users' requests (queries-dev JSON Lines rows and MGSM, English and German, <= 300 characters): the
     quality checks drop 1.1% (measured; mostly two questions in one); the ceiling is 1.6%."""
-    spec = importlib.util.spec_from_file_location("synth_quality", ROOT / "bench" / "synth_quality.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    real = bench.real_queries(DEV)
+    real = real_queries(DEV)
     assert len(real) > 3000 and sum(lang == "de" for _, lang in real) > 100
     dropped = [t for t, lang in real if quality_codes(screen, t, lang, None, False, shape=False)]
     assert len(dropped) <= 0.016 * len(real), dropped[:5]
@@ -156,9 +153,9 @@ def test_real_queries_are_rarely_dropped(screen):
 
 def test_the_cell_fit_needs_a_rule_set(tmp_path):
     text = SPEC.read_text(encoding="utf-8").replace("rules: ../shared/rules/moe-routing@2.yaml", "")
-    text = text.replace("file: ../", f"file: {SPEC.parent.parent}/").replace("path: ../", f"path: {SPEC.parent.parent}/")
-    text = text.replace("output_schema: ../", f"output_schema: {SPEC.parent.parent}/")
-    text = text.replace("holdout: [../", f"holdout: [{SPEC.parent.parent}/")
+    text = text.replace("file: ../", f"file: {LIBRARY}/").replace("path: ../", f"path: {LIBRARY}/")
+    text = text.replace("output_schema: ../", f"output_schema: {LIBRARY}/")
+    text = text.replace("holdout: [../", f"holdout: [{LIBRARY}/")
     (tmp_path / "q.yaml").write_text(text, encoding="utf-8")
     with pytest.raises(SpecError, match="cell_fit needs a rule set"):
         query_screen(load_spec(tmp_path / "q.yaml"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from mashbill.paths import vocab_dir
@@ -47,3 +48,31 @@ def assert_known_codes(report: dict) -> None:
     known = set(CODES)
     unknown = set(report["counts"]) - known
     assert not unknown, f"unregistered verdict codes: {unknown}"
+
+
+def real_queries(data: Path) -> list[tuple[str, str]]:
+    """(text, lang) of the JSON Lines rows of queries-dev with a question/prompt/query/text/input field of <= 300
+    characters; German for the German corpora (mt_bench_x_de), English otherwise."""
+    rows = []
+    for p in sorted(data.rglob("*.jsonl")):
+        lang = "de" if "_de" in p.parent.name else "en"
+        for line in p.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(row, dict):
+                continue
+            text = next((v for k, v in row.items() if k in ("question", "prompt", "query", "text", "input")
+                         and isinstance(v, str)), None)
+            if text is None and isinstance(row.get("turns"), list) and row["turns"]:
+                text = row["turns"][0] if isinstance(row["turns"][0], str) else None
+            if text and len(text) <= 300:
+                rows.append((" ".join(text.split()), lang))
+    for p in sorted(data.glob("mgsm/mgsm_*.tsv")):  # MGSM: the same maths questions in English and German
+        lang = p.stem.split("_")[-1]
+        for line in p.read_text(encoding="utf-8").splitlines():
+            text = line.split("\t")[0]
+            if text and len(text) <= 300:
+                rows.append((" ".join(text.split()), lang))
+    return rows
