@@ -22,15 +22,10 @@ BUILTIN = ("category", "categories", "complexity", "lang", "n_tasks", "type", "s
 MISSING = "none"
 
 
-def canonical_category(name: str, meta: dict) -> str:
-    """A category as the canonical taxonomy name: renames shown for this record are mapped back."""
-    return (meta.get("taxonomy_renamed") or {}).get(name, name)
-
-
 def plan_categories(output: Any, meta: dict) -> list[str]:
     if not isinstance(output, list):
         return []
-    renamed = meta.get("taxonomy_renamed") or {}  # canonical_category, looked up once per plan
+    renamed = meta.get("taxonomy_renamed") or {}  # renames shown for this record map back to the canonical name
     return [renamed.get(t["category"], t["category"]) for t in output
             if isinstance(t, dict) and isinstance(t.get("category"), str)]
 

@@ -353,8 +353,3 @@ def sample_candidates(rs: ResolvedSpec, store: Store, teacher, *, limit: int | N
     queries = summary.requested // cfg.samples_per_query if summary.requested else 0
     return SampleSummary(summary.run_id, queries, summary.requested, stored, passing, len(results) - passing,
                          validation_id)
-
-
-def source_path(rs: ResolvedSpec) -> Path | None:
-    ref = rs.spec.curation.preference.source_spec
-    return (rs.home / ref).resolve() if ref else None

@@ -185,7 +185,3 @@ def training_template_of(path: Path, manifest: dict) -> str | None:
     if not name:
         return None
     return (Path(path) / name).read_text(encoding="utf-8")
-
-
-def snapshot_info(ref: str | Path, *, root: str | Path | None = None) -> dict:
-    return verify(resolve_snapshot(ref, root))

@@ -37,11 +37,6 @@ def tokenizer_sha256(loaded) -> str:
     return hashlib.sha256(loaded.backend.to_str().encode()).hexdigest()
 
 
-def profile_facts(profile: TrainerProfile, base_dir: Path | None) -> dict:
-    """The trainer profile as the manifest records it, with the chat template's sha256 when it can be read."""
-    return training_facts(profile, base_dir)[0]
-
-
 def training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
     """(the manifest's trainer profile, the training template text or None). The profile carries the hashes
     a trainer compares its own tokenizer and template against: the chat template's, the tokenizer's and

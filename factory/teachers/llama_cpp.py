@@ -176,10 +176,6 @@ class LlamaCppTeacher:
         for req in requests:
             yield self._one(req)
 
-    def reset_cache(self) -> None:
-        """Forget the KV cache (benchmarks use this to measure the cost of no prefix reuse)."""
-        self.llm.reset()
-
     def close(self) -> None:
         if hasattr(self.llm, "close"):
             self.llm.close()
