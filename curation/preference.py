@@ -25,11 +25,9 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from mashbill.curation.preference_edits import (DEFAULT_EDITS, EDIT_RULES, PREFERENCE_EDITS,  # noqa: F401 (re-exported)
-                                                apply_edit, edits_of)
+from mashbill.curation.preference_edits import EDIT_RULES, apply_edit, edits_of
 from mashbill.curation.rules import failing_codes, score
 from mashbill.validators.checker import RecordChecker
 from mashbill.curation.select import Excluded, Selection
