@@ -40,14 +40,10 @@ def render() -> str:
     return "\n".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m mashbill.cli.reference docs/cli.md", file=sys.stderr)
-        return 2
-    Path(argv[0]).write_text(render(), encoding="utf-8")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from mashbill.cli._common import EXIT_BAD_INPUT
+
+    if len(sys.argv) != 2:
+        print("usage: python -m mashbill.cli.reference docs/cli.md", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+    Path(sys.argv[1]).write_text(render(), encoding="utf-8")
