@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine, then run the whole test suite.
+#   bash scripts/test.sh            # everything (what CI runs)
+#   bash scripts/test.sh --fast     # the fast lane: -m "not slow" (no quick start, no training, no export, no
+#                                   # real-model generate runs); extra arguments go to pytest either way
 set -euo pipefail
+MARK=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  MARK=(-m "not slow")
+fi
 cd "$(dirname "$0")/.."
 # --train: the trainer tests run real TRL/PEFT on SmolLM2-135M and all-MiniLM-L6-v2 (CPU torch).
 bash scripts/setup.sh --dev --train --export
@@ -12,4 +20,4 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 # The review tests start a real argilla-server; build its own environment up front (cached, ~1 minute once).
 .venv/bin/mashbill review serve --build-only >&2
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q "${MARK[@]}" "$@"
