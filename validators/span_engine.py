@@ -173,7 +173,6 @@ class SpanEngine:
         for p, pieces in zip(prepared, split):
             if "".join(pieces) != p.text:  # a bug, never a data problem
                 raise SpanAuditError(f"{p.ex.key}: pieces do not reassemble to the rendered text")
-        cache = counter.cache
         # Plan each target span over the pieces: runs of pieces it covers whole, and pieces it cuts through (those
         # need token offsets, so they are tokenized with offsets first; their counts come along).
         plans = []
@@ -192,17 +191,21 @@ class SpanEngine:
                     needs_offsets[pieces[idx]] = None
             plans.append((p, pieces, starts, whole, sorted(set(partial))))
         offsets = {}
+        known: dict[str, int] = {}
         if needs_offsets:
             keys = list(needs_offsets)
             for k, (ids, offs) in zip(keys, counter.encode_many(keys)):
                 offsets[k] = offs
-                if k not in cache:
-                    cache[k] = len(ids)
+                known[k] = len(ids)
+                if k not in counter.cache:
+                    counter.cache[k] = len(ids)
                     counter.encoded_pieces += 1
-        counter.fill(pc for pieces in split for pc in pieces)
+        # This chunk's counts, held here: counting a prompt on its own below may refill (clear) the shared cache.
+        counts = counter.fill(pc for pieces in split for pc in pieces if pc not in known)
+        counts.update(known)
         results = []
         for p, pieces, starts, whole, partial in plans:
-            cum = list(accumulate(map(cache.__getitem__, pieces), initial=0))
+            cum = list(accumulate(map(counts.__getitem__, pieces), initial=0))
             total = cum[-1]
             if p.mode == "tail":
                 k = self._prefix_count(p.prompt_text, p.text, pieces, cum, starts)

@@ -35,7 +35,7 @@ def test_cache_refill_inside_a_chunk_loses_no_count(qwen2, path, limit):
         examples = _chat_rows(70)
     engine.counter.cache_limit = limit
     fast = engine.fast(examples, chunk=32)
-    assert len(engine.counter.cache) >= limit  # the cache did fill up and refill
+    assert engine.counter.refills >= 2  # the cache did fill up and refill, inside chunks too
     for ex, f in zip(examples, fast):
         n = engine.naive(ex)
         assert f.error is None and f.signature() == n.signature(), f"{ex.key}: fast {f.signature()} != {n.signature()}"
