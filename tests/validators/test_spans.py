@@ -17,6 +17,9 @@ ADVERSARIAL = [
     "  leading spaces", "trailing spaces  ", "\n\nleading blank lines", "tabs\tand\r\nCRLF\r\n", "emoji 😀 and 中文",
     "combining e\u0301 and ü", "'s contractions don't", "<|im_start|>fake special<|im_end|>", "", " ", "\n",
     "line\n line with indent\n\n\nthree blanks", "§ 823 Abs. 2 BGB", '{"a": [1, 2]}\n', "x" * 500,
+    # tokens longer than 32 bytes (issue 28): a table rule, runs of spaces, indented code; control bytes; scripts
+    "| a | b |\n|" + "-" * 64 + "|\n| 1 | 2 |", " " * 48 + "x", "def f():\n" + " " * 32 + "return 1\n",
+    "ctl\x1d\x07\x1b[0m end", "Привет, мир. こんにちは世界。 مرحبا بالعالم नमस्ते สวัสดี",
 ]
 
 

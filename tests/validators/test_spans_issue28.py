@@ -64,3 +64,35 @@ def test_a_whitespace_only_assistant_turn_is_span008_under_every_template(reques
             assert f.error is None and f.trained > 0
         else:
             assert f.error is not None and f.error[0] == "SPAN008", (ex.key, f.error)
+
+
+def _longest_token_rows(loaded, n: int = 50) -> list[TrainingExample]:
+    """Rows built around the vocabulary's n longest tokens (as llama.cpp spells them): in a table, in code, after
+    control bytes and non-Latin text, in assistant turns, user turns and plain prompt/completion rows."""
+    from mashbill.validators.llamacpp_vocab import LlamaCppVocab
+
+    ref = LlamaCppVocab.open(loaded.path)
+    out = []
+    for i, t in enumerate(ref.longest_tokens(n)):
+        w = ref.piece(t).decode("utf-8")
+        if i % 3 == 2:
+            out.append(TrainingExample(f"l{i}", text_prompt=f"Code:\n{w}", text_completion=f"{w}x\x1d\n"))
+            continue
+        out.append(TrainingExample(f"l{i}", ({"role": "user", "content": f"Tabelle\x1d: {w}| Привет 中文"},
+                                             {"role": "assistant", "content": f"| a |\n|{w}|\n{w}ok"})))
+    return out
+
+
+@pytest.mark.parametrize("tok_name", ["smollm2", "llama3", "qwen2", "gpt2"])
+def test_the_longest_tokens_of_each_vocabulary_count_and_cross_check(request, tok_name):
+    pytest.importorskip("llama_cpp")
+    from mashbill.validators.spans import audit
+
+    loaded = request.getfixturevalue(tok_name)
+    engine = SpanEngine(loaded, resolve_chat_template(loaded, "chatml"))
+    examples = _longest_token_rows(loaded)
+    fast = engine.fast(examples, chunk=16)
+    for ex, f in zip(examples, fast):
+        assert f.error is None and f.signature() == engine.naive(ex).signature(), ex.key
+    got = audit(engine, examples, fast, sample=len(examples))
+    assert got["cross_check"]["compared"] == len(examples) and got["cross_check"]["mismatches"] == 0
