@@ -140,3 +140,29 @@ def test_validate_with_a_mismatching_cross_check_reports_and_exits_1(tmp_path, q
     add_audit_findings(report, aud)
     assert report.counts() == {"SPAN011": 1} and report.has_rejects
     assert len(report.problems) == 1 and report.problems[0].startswith("r1:")
+
+
+NASTY = ["-" * 64 + "\nok", " " * 200, "\n" + " " * 40 + "return x", "| a |\n|" + "-" * 120 + "|",
+         "".join(chr(c) for c in range(1, 32)) + "\x7f", "a\x1db", "Привет こんにちは مرحبا नमस्ते", "\u200b\u200d\ufeff",
+         "\t" * 70, "💩" * 40, "\r\n" * 50, "<|im_start|>", "<|endoftext|>" * 3, "=" * 100, "_" * 70, "." * 100]
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_validate_takes_every_nasty_row_of_every_family(tmp_path, family):
+    """Each row through the CLI with the cross-check on every row: a report and exit 0/1, never a traceback; the
+    lone surrogate row is FMT001."""
+    rows = [{"messages": [{"role": "system", "content": "S " + c}, {"role": "user", "content": c + " q"},
+                          {"role": "assistant", "content": f"A{i} " + c}]} for i, c in enumerate(NASTY)]
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"messages": [{"role": "user", "content": "\\ud800"}, '
+                   '{"role": "assistant", "content": "x"}]}\n', encoding="utf-8")
+    out = tmp_path / "report.json"
+    res = CliRunner().invoke(main, ["validate", str(src), "--format", "messages", "--tokenizer", _tokref(family),
+                                    "--chat-template", "chatml", "--max-seq-len", "4096", "--report", str(out),
+                                    "--no-expectations", "--no-pii", "--audit-sample", "100"])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    assert res.exit_code == 1, res.output  # the FMT001 row is a reject
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["counts"].get("FMT001") == 1 and "SPAN011" not in report["counts"]
+    cross = report["span"]["audit"]["cross_check"]
+    assert cross["compared"] == len(NASTY) and cross["mismatches"] == 0
