@@ -22,7 +22,7 @@ from typing import Sequence
 
 from mashbill.validators.chat_render import ChatRenderer
 from mashbill.validators.errors import SpanAuditError, ValidationInputError
-from mashbill.validators.span_pieces import CutPolicy, PieceCounter
+from mashbill.validators.span_pieces import WORD_CUT, CutPolicy, PieceCounter
 from mashbill.validators.span_policy import detect_policy
 from mashbill.validators.span_rules import (LOSS_MODES, RecordProblem, SpanResult, TrainingExample, is_correction,
                                             merge_ranges)
@@ -161,7 +161,6 @@ class SpanEngine:
 
     def _fast_chunk(self, examples: Sequence[TrainingExample]) -> list[SpanResult]:
         counter = self.counter
-        nonempty = self.policy.nonempty_offsets
         prepared: list = []
         failed: dict[int, SpanResult] = {}
         for i, ex in enumerate(examples):
@@ -177,19 +176,18 @@ class SpanEngine:
         # need token offsets, so they are tokenized with offsets first; their counts come along).
         plans = []
         needs_offsets: dict[str, None] = {}
-        for p, pieces in zip(prepared, split):
-            starts = list(accumulate(map(len, pieces), initial=0))
-            whole: list[tuple[int, int]] = []
-            partial: list[int] = []
-            if p.mode == "mask":
-                for s_, e_ in p.spans:
-                    w, part = _span_pieces(starts, s_, e_, nonempty)
-                    if w is not None:
-                        whole.append(w)
-                    partial.extend(part)
-                for idx in partial:
-                    needs_offsets[pieces[idx]] = None
-            plans.append((p, pieces, starts, whole, sorted(set(partial))))
+        for j, (p, pieces) in enumerate(zip(prepared, split)):
+            starts, whole, partial = self._plan(p, pieces)
+            if partial and self.policy.word_cuts:
+                # A piece cut by a span boundary is cut further at word cuts (as count_many does), so that only
+                # the words at the boundary are tokenized with offsets; the rest are counted through the cache.
+                cut = set(partial)
+                pieces = split[j] = [w for i, pc in enumerate(pieces)
+                                     for w in (WORD_CUT.split(pc) if i in cut else (pc,)) if w]
+                starts, whole, partial = self._plan(p, pieces)
+            for idx in partial:
+                needs_offsets[pieces[idx]] = None
+            plans.append((p, pieces, starts, whole, partial))
         offsets = {}
         known: dict[str, int] = {}
         if needs_offsets:
@@ -223,6 +221,19 @@ class SpanEngine:
             it = iter(results)
             results = [failed[i] if i in failed else next(it) for i in range(len(examples))]
         return results
+
+    def _plan(self, p: _Prepared, pieces: list[str]):
+        """Piece start offsets, the runs of pieces each target span covers whole, and the pieces it cuts through."""
+        starts = list(accumulate(map(len, pieces), initial=0))
+        whole: list[tuple[int, int]] = []
+        partial: list[int] = []
+        if p.mode == "mask":
+            for s_, e_ in p.spans:
+                w, part = _span_pieces(starts, s_, e_, self.policy.nonempty_offsets)
+                if w is not None:
+                    whole.append(w)
+                partial.extend(part)
+        return starts, whole, sorted(set(partial))
 
     def _prefix_count(self, prefix: str, text: str, pieces, cum, starts) -> int:
         """Tokens of the prompt alone (TRL's len(tokenize(prompt))). Pieces of the full text count for it only when
