@@ -21,13 +21,13 @@ The reference is independent of Mashbill's span code: the ChatML text and the as
 concatenation, tokenized by llama.cpp (``Llama(vocab_only=True)``), and each token's characters come from its own
 bytes, read with ``llama_token_to_piece`` and a buffer as long as the piece (llama-cpp-python's ``detokenize`` reads
 32 bytes and returns nothing for a longer piece); bytes llama.cpp tokenizes to nothing (SmolLM2 has no token for
-0x1D) belong to no token. An example agrees when the fast path gives the same token total, the same trained token ranges, and the same
-verdicts at six windows around it (total - 1, total, total + 1, target end - 1, target end, target end + 1).
-SmolLM2 runs twice: with the ChatML template with generation markers and with its own template (no markers: the
-assistant turns are then located with sentinels). Llama 3 runs with its own turn format with generation markers
-(``llama3``); ``llama3-chatml`` (ChatML, whose tags are plain text for Llama 3, so every target ends inside a piece
-and is tokenized with offsets) is the slow worst case, not run by default. GPT-2 has no chat tokens: ChatML is plain
-text there too.
+0x1D) belong to no token. An example agrees when the fast path gives the same token total, the same trained token
+ranges, and the same verdicts at six windows around it (total - 1, total, total + 1, target end - 1, target end,
+target end + 1). SmolLM2 runs twice: with the ChatML template with generation markers and with its own template (no
+markers: the assistant turns are then located with sentinels). Llama 3 runs with its own turn format with generation
+markers (``llama3``); ``llama3-chatml`` (ChatML, whose tags are plain text for Llama 3, so every target ends inside a
+piece and the words at its end are tokenized with offsets) is not run by default. GPT-2 and StarCoder have no ChatML
+tokens: ChatML is plain text there too.
 
 span_speedup: on the realistic corpus, naive CPU seconds per example (full render + tokenize, on a sample) over fast
 CPU seconds per example (the whole corpus, cold cache included); one per family, and the lowest on the last line.

@@ -3,7 +3,9 @@
 ``naive``: render and tokenize every full example, as the trainer does (~115 records/s on one core for a 3,300-token
 Llama-3 example). ``fast``: cut the rendered text into pieces whose token counts add up (``span_pieces``), take the
 counts of pieces seen before from the cache, and tokenize only the new ones; a piece that straddles a target
-boundary is tokenized with offsets. Every record asserts that its pieces reassemble to the exact rendered text, and
+boundary is cut further at word cuts (where the policy allows them) and the part at the boundary is tokenized with
+offsets. The counts a chunk reads are held by the chunk, so a refill of the cache (it is cleared when full) loses
+none of them. Every record asserts that its pieces reassemble to the exact rendered text, and
 every run re-renders a sample with the naive method (``span_audit``).
 
 Which tokens the loss covers, per loss mode (TRL's rules):
