@@ -126,7 +126,11 @@ def audit(engine: SpanEngine, examples: Sequence[TrainingExample], fast: Sequenc
         return {"audited": 0, "mismatches": 0, "cross_check": None}
     bad = []
     for i in pick:
-        n = engine.naive(examples[i])
+        try:
+            n = engine.naive(examples[i])
+        except Exception as exc:  # not a finding on the data (those are RecordProblem verdicts): one line
+            raise SpanAuditError(f"span audit: the full render and tokenize of {examples[i].key}"
+                                 f"{_where(examples[i])} failed: {_first_line(exc)}") from None
         if n.signature() != fast[i].signature():
             bad.append((examples[i].key, n.signature(), fast[i].signature()))
     if bad:
