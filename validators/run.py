@@ -142,7 +142,7 @@ def check_spans(rows: list[Row], opts: Options, report: Report) -> None:
     results = engine.fast(examples)
     fast_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    aud = audit(engine, examples, results, sample=opts.audit_sample, seed=opts.seed)
+    aud = add_audit_findings(report, audit(engine, examples, results, sample=opts.audit_sample, seed=opts.seed))
     audit_s = time.perf_counter() - t0
     by_key: dict[str, list] = {}
     totals, targets, margins, cut = [], [], [], 0
@@ -171,6 +171,16 @@ def check_spans(rows: list[Row], opts: Options, report: Report) -> None:
         "pieces_tokenized": engine.counter.encoded_pieces, "fast_s": round(fast_s, 3),
         "audit": {**aud, "wall_s": round(audit_s, 3)},
     }
+
+
+def add_audit_findings(report: Report, aud: dict) -> dict:
+    """The span audit's findings (SPAN011 verdicts) into the report, its lines into the report's problems; returns
+    the rest of the audit summary (what the report's span.audit section shows)."""
+    aud = dict(aud)
+    for key, verdict in aud.pop("findings", ()):
+        report.add(key, [verdict])
+    report.problems.extend(aud.pop("lines", ()))
+    return aud
 
 
 def check_dedup_and_leaks(rows: list[Row], opts: Options, report: Report, eval_rows: list[Row] = ()) -> None:

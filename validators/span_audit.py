@@ -5,7 +5,8 @@
    tokenizer (vocab-only) when the tokenizer came from a GGUF file, the ``tokenizers`` library reading the
    ``tokenizer.json`` directly when it came from a Hugging Face folder. Token ids must be identical, and the trained
    ranges recomputed from the second tokenizer's offsets must be the same, so that a converter regression cannot
-   pass silently.
+   pass silently. A difference is a finding on that example (``SPAN011``, with a line in the report), never a
+   crash; a second tokenizer that cannot run at all is one ``SpanAuditError`` naming the file or the row.
 
 The sample is stratified by shape (plain-text rows, single-turn and multi-turn conversations, preference parts,
 examples that failed to render) so that rare shapes are always in it, whatever their share.
@@ -17,6 +18,7 @@ import logging
 import random
 from typing import Sequence
 
+from mashbill.factory.records import Verdict
 from mashbill.validators.errors import SpanAuditError
 from mashbill.validators.span_engine import SpanEngine, mask_ranges
 from mashbill.validators.span_rules import SpanResult, TrainingExample, merge_ranges
@@ -63,7 +65,13 @@ class _Second:
     """The independent tokenizer of the cross-check: encode(text, add_special) -> (ids, char offsets)."""
 
     def __init__(self, engine: SpanEngine):
-        loaded = engine.loaded
+        try:
+            self._open(engine.loaded)
+        except Exception as exc:  # the checker itself, not the data: one line
+            raise SpanAuditError(f"span cross-check: the second tokenizer cannot read {engine.loaded.path}: "
+                                 f"{_first_line(exc)}") from None
+
+    def _open(self, loaded) -> None:
         self.name = None
         self.skipped = None
         source = loaded.facts.get("source")
@@ -110,14 +118,19 @@ def _second_result(engine: SpanEngine, second: _Second, ex: TrainingExample) -> 
 
 def audit(engine: SpanEngine, examples: Sequence[TrainingExample], fast: Sequence[SpanResult], *, sample: int,
           seed: int = 0) -> dict:
-    """Re-run a stratified sample with the naive method and a second tokenizer; raise SpanAuditError on any
-    difference."""
+    """Re-run a stratified sample with the naive method and a second tokenizer. A difference between the fast and
+    the naive method is a bug of ours: SpanAuditError. A difference with the second tokenizer is a finding: one
+    ``SPAN011`` verdict per example in ``findings`` ((key, Verdict) pairs) and one report line each in ``lines``."""
     pick = stratified_sample(examples, fast, sample, seed)
     if not pick:
         return {"audited": 0, "mismatches": 0, "cross_check": None}
     bad = []
     for i in pick:
-        n = engine.naive(examples[i])
+        try:
+            n = engine.naive(examples[i])
+        except Exception as exc:  # not a finding on the data (those are RecordProblem verdicts): one line
+            raise SpanAuditError(f"span audit: the full render and tokenize of {examples[i].key}"
+                                 f"{_where(examples[i])} failed: {_first_line(exc)}") from None
         if n.signature() != fast[i].signature():
             bad.append((examples[i].key, n.signature(), fast[i].signature()))
     if bad:
@@ -125,20 +138,37 @@ def audit(engine: SpanEngine, examples: Sequence[TrainingExample], fast: Sequenc
         raise SpanAuditError(f"span audit failed on {len(bad)} of {len(pick)} sampled examples; first {key}: "
                              f"full render gives total/ranges {want}, the fast method {got}")
     second = _Second(engine)
-    cross = {"tokenizer": second.name, "compared": 0, "skipped": second.skipped}
+    cross = {"tokenizer": second.name, "compared": 0, "mismatches": 0, "skipped": second.skipped}
+    findings: list[tuple[str, Verdict]] = []
+    lines: list[str] = []
     if second.name is not None:
         for i in pick:
             ex, res = examples[i], fast[i]
             if res.error is not None:
                 continue
-            same_ids, other = _second_result(engine, second, ex)
-            if not same_ids or other.signature()[:2] != res.signature()[:2]:
-                raise SpanAuditError(
-                    f"span cross-check failed on {ex.key}: {second.name} gives {other.total} tokens with target "
-                    f"ranges {other.ranges}{'' if same_ids else ' and other token ids'}, the trainer's tokenizer "
-                    f"{res.total} and {res.ranges}; it does not tokenize as its source does, so no span verdict of "
-                    "this run is trusted")
+            try:
+                same_ids, other = _second_result(engine, second, ex)
+            except Exception as exc:  # the checker itself failed on this row: one line naming it
+                raise SpanAuditError(f"span cross-check could not run on {ex.key}{_where(ex)}: {second.name}: "
+                                     f"{_first_line(exc)}") from None
             cross["compared"] += 1
+            if same_ids and other.signature()[:2] == res.signature()[:2]:
+                continue
+            cross["mismatches"] += 1
+            detail = (f"{second.name} gives {other.total} tokens with target ranges {list(other.ranges)}"
+                      f"{'' if same_ids else ' and other token ids'}, the trainer's tokenizer {res.total} and "
+                      f"{list(res.ranges)}{_where(ex)}: its span verdicts are not trusted")
+            findings.append((ex.key, Verdict("SPAN011", "reject", detail, "validate")))
+            lines.append(f"{ex.key}: span cross-check: {detail}")
     else:
         log.warning("span cross-check skipped: %s", second.skipped)
-    return {"audited": len(pick), "mismatches": 0, "cross_check": cross}
+    return {"audited": len(pick), "mismatches": 0, "cross_check": cross, "findings": findings, "lines": lines}
+
+
+def _where(ex: TrainingExample) -> str:
+    return f" [{ex.part}]" if ex.part else ""
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -3,7 +3,9 @@
 ``naive``: render and tokenize every full example, as the trainer does (~115 records/s on one core for a 3,300-token
 Llama-3 example). ``fast``: cut the rendered text into pieces whose token counts add up (``span_pieces``), take the
 counts of pieces seen before from the cache, and tokenize only the new ones; a piece that straddles a target
-boundary is tokenized with offsets. Every record asserts that its pieces reassemble to the exact rendered text, and
+boundary is cut further at word cuts (where the policy allows them) and the part at the boundary is tokenized with
+offsets. The counts a chunk reads are held by the chunk, so a refill of the cache (it is cleared when full) loses
+none of them. Every record asserts that its pieces reassemble to the exact rendered text, and
 every run re-renders a sample with the naive method (``span_audit``).
 
 Which tokens the loss covers, per loss mode (TRL's rules):
@@ -22,7 +24,7 @@ from typing import Sequence
 
 from mashbill.validators.chat_render import ChatRenderer
 from mashbill.validators.errors import SpanAuditError, ValidationInputError
-from mashbill.validators.span_pieces import CutPolicy, PieceCounter
+from mashbill.validators.span_pieces import WORD_CUT, CutPolicy, PieceCounter
 from mashbill.validators.span_policy import detect_policy
 from mashbill.validators.span_rules import (LOSS_MODES, RecordProblem, SpanResult, TrainingExample, is_correction,
                                             merge_ranges)
@@ -161,7 +163,6 @@ class SpanEngine:
 
     def _fast_chunk(self, examples: Sequence[TrainingExample]) -> list[SpanResult]:
         counter = self.counter
-        nonempty = self.policy.nonempty_offsets
         prepared: list = []
         failed: dict[int, SpanResult] = {}
         for i, ex in enumerate(examples):
@@ -173,36 +174,38 @@ class SpanEngine:
         for p, pieces in zip(prepared, split):
             if "".join(pieces) != p.text:  # a bug, never a data problem
                 raise SpanAuditError(f"{p.ex.key}: pieces do not reassemble to the rendered text")
-        cache = counter.cache
         # Plan each target span over the pieces: runs of pieces it covers whole, and pieces it cuts through (those
         # need token offsets, so they are tokenized with offsets first; their counts come along).
         plans = []
         needs_offsets: dict[str, None] = {}
-        for p, pieces in zip(prepared, split):
-            starts = list(accumulate(map(len, pieces), initial=0))
-            whole: list[tuple[int, int]] = []
-            partial: list[int] = []
-            if p.mode == "mask":
-                for s_, e_ in p.spans:
-                    w, part = _span_pieces(starts, s_, e_, nonempty)
-                    if w is not None:
-                        whole.append(w)
-                    partial.extend(part)
-                for idx in partial:
-                    needs_offsets[pieces[idx]] = None
-            plans.append((p, pieces, starts, whole, sorted(set(partial))))
+        for j, (p, pieces) in enumerate(zip(prepared, split)):
+            starts, whole, partial = self._plan(p, pieces)
+            if partial and self.policy.word_cuts:
+                # A piece cut by a span boundary is cut further at word cuts (as count_many does), so that only
+                # the words at the boundary are tokenized with offsets; the rest are counted through the cache.
+                cut = set(partial)
+                pieces = split[j] = [w for i, pc in enumerate(pieces)
+                                     for w in (WORD_CUT.split(pc) if i in cut else (pc,)) if w]
+                starts, whole, partial = self._plan(p, pieces)
+            for idx in partial:
+                needs_offsets[pieces[idx]] = None
+            plans.append((p, pieces, starts, whole, partial))
         offsets = {}
+        known: dict[str, int] = {}
         if needs_offsets:
             keys = list(needs_offsets)
             for k, (ids, offs) in zip(keys, counter.encode_many(keys)):
                 offsets[k] = offs
-                if k not in cache:
-                    cache[k] = len(ids)
+                known[k] = len(ids)
+                if k not in counter.cache:
+                    counter.cache[k] = len(ids)
                     counter.encoded_pieces += 1
-        counter.fill(pc for pieces in split for pc in pieces)
+        # This chunk's counts, held here: counting a prompt on its own below may refill (clear) the shared cache.
+        counts = counter.fill(pc for pieces in split for pc in pieces if pc not in known)
+        counts.update(known)
         results = []
         for p, pieces, starts, whole, partial in plans:
-            cum = list(accumulate(map(cache.__getitem__, pieces), initial=0))
+            cum = list(accumulate(map(counts.__getitem__, pieces), initial=0))
             total = cum[-1]
             if p.mode == "tail":
                 k = self._prefix_count(p.prompt_text, p.text, pieces, cum, starts)
@@ -220,6 +223,19 @@ class SpanEngine:
             it = iter(results)
             results = [failed[i] if i in failed else next(it) for i in range(len(examples))]
         return results
+
+    def _plan(self, p: _Prepared, pieces: list[str]):
+        """Piece start offsets, the runs of pieces each target span covers whole, and the pieces it cuts through."""
+        starts = list(accumulate(map(len, pieces), initial=0))
+        whole: list[tuple[int, int]] = []
+        partial: list[int] = []
+        if p.mode == "mask":
+            for s_, e_ in p.spans:
+                w, part = _span_pieces(starts, s_, e_, self.policy.nonempty_offsets)
+                if w is not None:
+                    whole.append(w)
+                partial.extend(part)
+        return starts, whole, sorted(set(partial))
 
     def _prefix_count(self, prefix: str, text: str, pieces, cum, starts) -> int:
         """Tokens of the prompt alone (TRL's len(tokenize(prompt))). Pieces of the full text count for it only when

@@ -62,6 +62,7 @@ class PieceCounter:
         self.blocks: dict[str, list[str]] = {}
         self.block_limit = block_limit
         self.encoded_pieces = 0  # pieces actually tokenized (cache misses)
+        self.refills = 0  # times the cache was full and cleared
 
     # -- splitting
 
@@ -176,26 +177,28 @@ class PieceCounter:
                                                                        add_special_tokens=False)]
         return [len(e) for e in self.backend.encode_batch_fast(list(pieces), add_special_tokens=False)]
 
-    def fill(self, pieces: Iterable[str]) -> None:
-        """Make sure every piece has a cached count (tokenizing the missing ones in one batch)."""
+    def fill(self, pieces: Iterable[str]) -> dict[str, int]:
+        """The count of every piece, tokenizing the missing ones in one batch: a dict of its own, so that a later
+        refill of the cache (which may clear it, whatever chunk boundary it falls on) cannot take a count the
+        caller still reads."""
         cache = self.cache
         wanted = dict.fromkeys(pieces)
         missing = [p for p in wanted if p not in cache]
-        if not missing:
-            return
-        if len(cache) + len(missing) > self.cache_limit:
-            # Keep what this call's caller is about to read (in place: callers hold a reference to the dict).
+        if missing and len(cache) + len(missing) > self.cache_limit:
             keep = {p: cache[p] for p in wanted if p in cache}
+            self.refills += 1
             cache.clear()
             cache.update(keep)
-        self.encoded_pieces += len(missing)
-        for p, n in zip(missing, self.count_many(missing)):
-            cache[p] = n
+        if missing:
+            self.encoded_pieces += len(missing)
+            for p, n in zip(missing, self.count_many(missing)):
+                cache[p] = n
+        return {p: cache[p] for p in wanted}
 
     def count_text(self, text: str) -> int:
         pieces = self.split(text)
-        self.fill(pieces)
-        return sum(map(self.cache.__getitem__, pieces))
+        counts = self.fill(pieces)
+        return sum(map(counts.__getitem__, pieces))
 
     def ids_concat(self, text: str) -> list[int]:
         """Token ids of text assembled from its pieces (used by the self-check)."""

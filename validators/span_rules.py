@@ -7,7 +7,8 @@ window and truncation side:
   (so ``SPAN002`` too), ``SPAN004`` left truncation drops the start of the prompt, ``SPAN005`` the loss covers no
   token at all, ``SPAN010`` a correction sample's wrong assistant turn is trained;
 - an example that could not be rendered or located carries its own code (``SPAN006`` assistant turn not found,
-  ``SPAN007`` the template refused the conversation, ``SPAN008`` an empty or whitespace-only assistant turn).
+  ``SPAN007`` the template refused the conversation, ``SPAN008`` an empty or whitespace-only assistant turn);
+- ``SPAN011`` (from ``span_audit``, not ``judge``): the second, independent tokenizer disagrees on the example.
 """
 
 from __future__ import annotations

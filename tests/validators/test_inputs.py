@@ -94,3 +94,15 @@ def test_unreadable_files(tmp_path):
     (tmp_path / "arr.json").write_text("[{", encoding="utf-8")
     with pytest.raises(ValidationInputError, match=r"arr.json: line 1: not valid JSON"):
         read_rows(tmp_path / "arr.json", "alpaca")
+
+
+def test_a_lone_surrogate_is_a_row_finding_not_a_crash(tmp_path):
+    """JSON may escape half a surrogate pair ("\\ud800"); the string it decodes to has no UTF-8 form, so no tokenizer
+    can take it (issue 28: a TypeError deep in tokenizers)."""
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"prompt": "a \\ud800 b", "completion": "c"}\n{"prompt": "fine \\ud83d\\ude00", "completion": "d"}\n',
+                 encoding="utf-8")
+    bad, good = read_rows(p, "prompt-completion")
+    assert [v.code for v in bad.problems] == ["FMT001"] and "\\ud800" in bad.problems[0].detail
+    assert "s.jsonl:1" in bad.problems[0].detail
+    assert good.ok and good.examples[0].text_prompt == "fine 😀"
