@@ -145,6 +145,24 @@ def describe(code: str) -> Code | None:
     return CODES.get(code)
 
 
+# reject codes that a teacher can fix by answering again (factory.repair): what the factory's parse and schema
+# checks and the rule sets find in an answer. Failed calls, validation passes, review and curation are not.
+_REPAIRABLE_FACTORY = frozenset({"PARSE001", "PARSE002", "TRUNC001", "SCHEMA001"})
+
+
+def not_repairable(code: str) -> str | None:
+    """Why a repair section may not name `code` (unknown, or not a reject found in the teacher's answer); None if it may."""
+    c = CODES.get(code)
+    if c is None:
+        return f"unknown code {code!r} (see `mashbill codes`)"
+    if c.severity != "reject":
+        return f"{code} is a {c.severity}, not a reject: it never makes a record to repair"
+    if code not in _REPAIRABLE_FACTORY and c.source not in ("rules", "complexity"):
+        return (f"{code} ({c.meaning}) is not repairable: only the answer checks (PARSE001, PARSE002, TRUNC001, "
+                "SCHEMA001) and rule-set codes can be fixed by asking again")
+    return None
+
+
 def markdown_table() -> str:
     lines = ["| code | severity | from | meaning |", "|---|---|---|---|"]
     lines += [f"| `{c.code}` | {c.severity} | {c.source + (f' `{c.rule}`' if c.rule else '')} | {c.meaning} |"

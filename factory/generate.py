@@ -32,6 +32,7 @@ from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
 from mashbill.factory.records import Record, SpecRef, Verdict, record_id
+from mashbill.factory.repair import Repairer, check_repair
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
 from mashbill.factory.work import Job, SpecWork, Work, select_jobs
@@ -133,6 +134,8 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     spec = rs.spec
     if work is None:
         work = _default_work(rs, store, samples)
+    if work.repair is not None:
+        check_repair(work.rs)  # a bad repair section stops here, before a run row exists
     jobs = work.jobs(limit=limit, shard=shard)
     done = store.finished_ids(work.ref.hash)
     todo = [job for job in jobs if job.rid not in done]
@@ -153,6 +156,10 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     ctx = _Context(rs, store, teacher, run_id, summary, acct, checks,
                    jsonschema.validators.validator_for(work.output_schema)(work.output_schema),
                    work.ref, work.output_schema if work.constrained else None, sampling, work)
+    if work.repair is not None:
+        ctx.repairer = Repairer(work.repair, store=store, run_id=run_id, teacher=teacher, schema=ctx.schema, acct=acct,
+                                to_record=lambda result, job, prompt: _to_record(result, work, ctx.ref, job, prompt,
+                                                                                 ctx.validator, checks))
     status = "completed"
     try:
         if on_progress:
@@ -225,6 +232,7 @@ class _Context:
     schema: dict | None
     sampling: dict
     work: Work
+    repairer: Repairer | None = None
 
 
 def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_after) -> str | None:
@@ -233,8 +241,10 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
     guards = GuardSet(rs.spec.guards)
     every_s = rs.spec.runtime.progress_every_s
     last_progress = time.monotonic()
-    pending: dict[str, tuple[Job, object]] = {}
+    pending: dict[str, tuple[Job, object, object]] = {}
     work = ctx.work
+    repairer = ctx.repairer
+    chains = repairer.resume([job.rid for job in todo]) if repairer is not None else {}
 
     def requests() -> Iterable[TeacherRequest]:
         for job in todo:  # rendered lazily: a pipelined teacher pulls only what it can send
@@ -242,27 +252,39 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
                 summary.not_needed += 1  # e.g. its quota cell filled meanwhile; a later run may still ask
                 continue
             prompt = work.prompt(job)
-            pending[job.rid] = (job, prompt)
-            yield TeacherRequest(job.rid, prompt.teacher_messages, ctx.schema, work.job_sampling(job))
+            chain = None
+            if job.rid in chains:  # a killed run's repair chain: ask the repair of its last stored attempt
+                chain = repairer.chain_from(prompt, chains[job.rid], job.inputs.get("lang"), work.repair.max_attempts)
+            pending[job.rid] = (job, prompt, chain)
+            messages = tuple(chain.messages) if chain is not None else prompt.teacher_messages
+            yield TeacherRequest(job.rid, messages, ctx.schema, work.job_sampling(job))
 
     results = iter(ctx.teacher.generate(requests()))
     try:
         while True:
-            batch = list(islice(results, batch_size))
-            if not batch:
-                return None
-            records, verdicts, calls, events = [], {}, [], []
-            for result in batch:
-                job, prompt = pending.pop(result.request.record_id)
+            records, verdicts, calls, events, attempts, n = [], {}, [], [], [], 0
+            for result in islice(results, batch_size):  # each handled as it comes: a repair follows its answer
+                n += 1
+                job, prompt, chain = pending.pop(result.request.record_id)
                 rec, vs = _to_record(result, work, ctx.ref, job, prompt, ctx.validator, ctx.checks)
-                records.append(rec)
-                verdicts[rec.id] = vs
-                calls.extend(result.attempts)
+                result_calls, stored = result.attempts, False
+                if repairer is not None:
+                    settled = repairer.settle(result, rec, vs, job, prompt, chain)
+                    rec, vs, result_calls, stored = settled.record, settled.verdicts, settled.calls, settled.stored
+                    attempts.extend(settled.attempts)
+                    events.extend(settled.events)
+                    result = settled.result
+                if not stored:
+                    records.append(rec)
+                    verdicts[rec.id] = vs
+                    calls.extend(result_calls)
                 _count(summary, vs)
                 acct.observe(result, rec.status)
                 answered = result.attempts[-1].latency_s if result.attempts and result.text is not None else None
                 events.extend(guards.observe(rec.status, answered))
-            store.write_batch(ctx.run_id, records, verdicts, calls)
+            if not n:
+                return None
+            store.write_batch(ctx.run_id, records, verdicts, calls, attempts)
             for event in events:
                 store.add_event(ctx.run_id, event.kind, event.detail)
             if on_progress:

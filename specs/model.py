@@ -289,6 +289,27 @@ class Guards(Strict):
     circuit_breaker: CircuitBreakerGuard = CircuitBreakerGuard()
 
 
+# ---------------------------------------------------------------- repair with the verdict
+
+
+class RepairGuard(Strict):
+    """Per code: over its last `window` repairs, a fix rate below `min_fix_rate` trips the guard.
+    `stop` ends the run (exit 3); `skip` stops asking repairs for that code and goes on."""
+
+    window: int = Field(20, ge=1)
+    min_fix_rate: float = Field(0.05, ge=0, le=1)
+    action: Literal["stop", "skip"] = "stop"
+
+
+class Repair(Strict):
+    """Ask again for a record rejected with one of `codes`: the conversation goes on with the verdicts stated
+    (factory.repair). `max_attempts` repairs at most after the first answer; every attempt is stored."""
+
+    max_attempts: int = Field(ge=1)
+    codes: list[str] = Field(min_length=1)  # checked against the code registry by `spec check` and `generate`
+    guard: RepairGuard = RepairGuard()
+
+
 # ---------------------------------------------------------------- curation (snapshots)
 
 class Splits(Strict):
@@ -469,8 +490,9 @@ class Spec(HashStable):
     outcome: OutcomeSettings | None = None  # kind outcome: the models run over the same queries
     synthesis: Synthesis | None = None  # kind queries: how new queries are grown from the seeds
     judge: Judge | None = None  # a second teacher that scores accepted records and ranks samples
+    repair: Repair | None = None  # ask again for a rejected record, with its verdicts (factory.repair)
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge")
+    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge", "repair")
 
     @model_validator(mode="after")
     def _outcome_models(self):
