@@ -42,6 +42,7 @@ class Accounting:
     # repair with the verdict (factory.repair): turns that asked a repair, records accepted after one, and per code
     # how often a repair of it was asked and how often the next attempt no longer had it
     repair_turns: int = 0
+    sample_turns: int = 0  # answers that led to another best-of-n or vote sample
     repaired: int = 0
     repair_tried: Counter = field(default_factory=Counter)
     repair_fixed: Counter = field(default_factory=Counter)
@@ -80,9 +81,13 @@ class Accounting:
             else:
                 self.failed += 1
 
-    def observe_turn(self, result: TeacherResult) -> None:
-        """Count a turn of a record's repair chain that is not its last: its calls and tokens, no record."""
-        self.repair_turns += 1
+    def observe_turn(self, result: TeacherResult, next_step: str = "repair") -> None:
+        """Count a turn of a record's chain that is not its last (factory.chains): its calls and tokens, no
+        record; `next_step` is what it led to (a repair or another sample)."""
+        if next_step == "repair":
+            self.repair_turns += 1
+        else:
+            self.sample_turns += 1
         self.observe(result, "turn")
 
     def observe_repair(self, code: str, fixed: bool) -> None:
@@ -144,4 +149,5 @@ class Accounting:
             "tokens_per_accepted": round((t_in + t_out) / self.accepted, 1) if self.accepted else None,
             **({"repair": {"turns": self.repair_turns, "repaired": self.repaired, "by_code": self.repair_rates()}}
                if self.repair_turns or self.repair_tried else {}),
+            **({"sample_turns": self.sample_turns} if self.sample_turns else {}),
         }

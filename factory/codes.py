@@ -116,6 +116,7 @@ _TABLE = [
     ("SYN012", "flag", "validate", "synthesised query: lacks what its cell is about, by the rule set's triggers (dropped)"),
     ("SYN013", "flag", "validate", "synthesised query: not fluent, the embedded model's mean surprise per token is above the language's limit (dropped)"),
     ("SYN020", "flag", "validate", "synthesised query: a duplicate of a query another shard kept (dropped by `mashbill merge`)"),
+    ("VOTE001", "flag", "factory", "vote: the samples tie, or the majority's share is below samples.min_agreement (for a reviewer)"),
     ("JUDGE001", "reject", "factory", "the judge's answer does not parse (stored as failed, asked again next run)"),
     ("JUDGE010", "penalty", "judge", "the judge's score is below the spec's threshold (default code; severity from the spec)"),
     ("BAL001", "reject", "curation", "left out of a snapshot by a balancing quota"),

@@ -32,7 +32,8 @@ from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
 from mashbill.factory.records import Record, SpecRef, Verdict, record_id
-from mashbill.factory.repair import Repairer, check_repair
+from mashbill.factory.chains import Chains
+from mashbill.factory.repair import check_repair
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
 from mashbill.factory.work import Job, SpecWork, Work, select_jobs
@@ -156,10 +157,10 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     ctx = _Context(rs, store, teacher, run_id, summary, acct, checks,
                    jsonschema.validators.validator_for(work.output_schema)(work.output_schema),
                    work.ref, work.output_schema if work.constrained else None, sampling, work)
-    if work.repair is not None:
-        ctx.repairer = Repairer(work.repair, store=store, run_id=run_id, teacher=teacher, schema=ctx.schema, acct=acct,
-                                to_record=lambda result, job, prompt: _to_record(result, work, ctx.ref, job, prompt,
-                                                                                 ctx.validator, checks))
+    if work.repair is not None or work.pick is not None:
+        ctx.chains = Chains(work, store=store, run_id=run_id, teacher=teacher, schema=ctx.schema, acct=acct,
+                            to_record=lambda result, job, prompt: _to_record(result, work, ctx.ref, job, prompt,
+                                                                             ctx.validator, checks))
     status = "completed"
     try:
         if on_progress:
@@ -232,7 +233,7 @@ class _Context:
     schema: dict | None
     sampling: dict
     work: Work
-    repairer: Repairer | None = None
+    chains: Chains | None = None
 
 
 def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_after) -> str | None:
@@ -243,8 +244,8 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
     last_progress = time.monotonic()
     pending: dict[str, tuple[Job, object, object]] = {}
     work = ctx.work
-    repairer = ctx.repairer
-    chains = repairer.resume([job.rid for job in todo]) if repairer is not None else {}
+    engine = ctx.chains
+    stored = engine.resume([job.rid for job in todo]) if engine is not None else {}
 
     def requests() -> Iterable[TeacherRequest]:
         for job in todo:  # rendered lazily: a pipelined teacher pulls only what it can send
@@ -252,12 +253,18 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
                 summary.not_needed += 1  # e.g. its quota cell filled meanwhile; a later run may still ask
                 continue
             prompt = work.prompt(job)
-            chain = None
-            if job.rid in chains:  # a killed run's repair chain: ask the repair of its last stored attempt
-                chain = repairer.chain_from(prompt, chains[job.rid], job.inputs.get("lang"), work.repair.max_attempts)
-            pending[job.rid] = (job, prompt, chain)
-            messages = tuple(chain.messages) if chain is not None else prompt.teacher_messages
-            yield TeacherRequest(job.rid, messages, ctx.schema, work.job_sampling(job))
+            rows = stored.get(job.rid)
+            if rows:  # a killed run's chain (factory.chains): ask what comes after its last stored attempt
+                request = engine.first_request(rows, job, prompt)
+                if request is None:
+                    rec, vs = engine.finish_stored(rows, job, prompt, ctx.ref)
+                    _count(summary, vs)
+                    continue
+                pending[job.rid] = (job, prompt, rows)
+                yield request
+                continue
+            pending[job.rid] = (job, prompt, None)
+            yield TeacherRequest(job.rid, prompt.teacher_messages, ctx.schema, work.job_sampling(job))
 
     results = iter(ctx.teacher.generate(requests()))
     try:
@@ -265,16 +272,16 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
             records, verdicts, calls, events, attempts, n = [], {}, [], [], [], 0
             for result in islice(results, batch_size):  # each handled as it comes: a repair follows its answer
                 n += 1
-                job, prompt, chain = pending.pop(result.request.record_id)
+                job, prompt, rows = pending.pop(result.request.record_id)
                 rec, vs = _to_record(result, work, ctx.ref, job, prompt, ctx.validator, ctx.checks)
-                result_calls, stored = result.attempts, False
-                if repairer is not None:
-                    settled = repairer.settle(result, rec, vs, job, prompt, chain)
-                    rec, vs, result_calls, stored = settled.record, settled.verdicts, settled.calls, settled.stored
+                result_calls, written = result.attempts, False
+                if engine is not None:
+                    settled = engine.settle(result, rec, vs, job, prompt, rows)
+                    rec, vs, result_calls, written = settled.record, settled.verdicts, settled.calls, settled.stored
                     attempts.extend(settled.attempts)
                     events.extend(settled.events)
                     result = settled.result
-                if not stored:
+                if not written:
                     records.append(rec)
                     verdicts[rec.id] = vs
                     calls.extend(result_calls)

@@ -2,8 +2,9 @@
 
 The conversation goes on (the prompt, the teacher's answer, then a user turn stating each reject verdict in plain
 words, code and detail, in the request's language: ``factory.repair_text``) and the teacher answers under the same
-schema constraint, up to `max_attempts` repairs. It runs inside the one generate loop (``factory.generate``), right
-after the answer it repairs, so an embedded teacher still holds the shared prefix in its KV cache.
+schema constraint, up to `max_attempts` repairs. It runs inside the one generate loop (``factory.generate``, through
+``factory.chains``), right after the answer it repairs, so an embedded teacher still holds the shared prefix in its
+KV cache. This module holds the section's check, the guard and the verdict helpers.
 
 Every attempt is a ``record_attempts`` row (attempt number, the attempt it repairs, its verdicts, feedback, tokens,
 seconds); the record row holds the last attempt, the one that counts, and nothing is overwritten. An attempt is
@@ -18,15 +19,10 @@ run (exit 3) or, with `action: skip`, stops asking repairs for that code.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from mashbill.errors import SpecError
 from mashbill.factory.codes import not_repairable
 from mashbill.factory.guards import GuardEvent
-from mashbill.factory.records import Record, Verdict
-from mashbill.factory.repair_text import feedback
-from mashbill.factory.teachers.base import TeacherRequest, TeacherResult
 
 
 def check_repair(rs) -> None:
@@ -49,16 +45,6 @@ def reject_codes(verdicts) -> list[str]:
 
 def verdict_dicts(verdicts) -> list[dict]:
     return [{"code": v.code, "severity": v.severity, "detail": v.detail, "stage": v.stage} for v in verdicts]
-
-
-@dataclass
-class Chain:
-    """Where a record's conversation stands: the teacher messages sent for the attempt now being answered."""
-
-    messages: list[dict]
-    attempt: int = 1  # the attempt the next answer is
-    feedback: str | None = None  # the user turn that asked for it
-    prev_codes: tuple[str, ...] = ()  # reject codes of the attempt it repairs
 
 
 class RepairGuard:
@@ -88,89 +74,3 @@ class RepairGuard:
         return GuardEvent("repair_guard", detail, stop=self.stopped)
 
 
-@dataclass
-class Settled:
-    record: Record
-    verdicts: list[Verdict]
-    calls: list = field(default_factory=list)
-    attempts: list[dict] = field(default_factory=list)  # rows still to write with the record
-    stored: bool = False  # written already (a chain's last attempt goes in with its record at once)
-    events: list[GuardEvent] = field(default_factory=list)
-    result: TeacherResult | None = None  # the last turn's teacher result (the record's own accounting)
-
-
-class Repairer:
-    """The repair chains of one generate run."""
-
-    def __init__(self, cfg, *, store, run_id: str, teacher, schema, acct, to_record: Callable):
-        self.cfg = cfg
-        self.store = store
-        self.run_id = run_id
-        self.teacher = teacher
-        self.schema = schema
-        self.acct = acct
-        self.to_record = to_record  # (result, job, prompt) -> (Record, verdicts)
-        self.guard = RepairGuard(cfg.guard, cfg.codes)
-
-    def resume(self, rids) -> dict[str, list[dict]]:
-        """Stored attempts of chains a killed run left open (records not yet stored), by record id."""
-        return self.store.attempt_chains(rids)
-
-    @staticmethod
-    def chain_from(prompt, rows: list[dict], lang: str | None, max_attempts: int) -> Chain:
-        """The conversation of a stored chain, with the repair of its last attempt asked next."""
-        msgs = list(prompt.teacher_messages)
-        for row in rows:
-            if row["feedback"]:
-                msgs.append({"role": "user", "content": row["feedback"]})
-            msgs.append({"role": "assistant", "content": row["raw"]})
-        last = rows[-1]
-        vs = [Verdict(v["code"], v["severity"], v.get("detail") or "", v.get("stage") or "generate")
-              for v in last["verdicts"]]
-        text = feedback(vs, lang, last["attempt"], max_attempts)
-        msgs.append({"role": "user", "content": text})
-        return Chain(msgs, last["attempt"] + 1, text, tuple(reject_codes(vs)))
-
-    def wants(self, rec: Record, verdicts, attempt: int) -> bool:
-        codes = set(reject_codes(verdicts))
-        return (rec.status == "rejected" and self.guard.stopped is None and attempt <= self.cfg.max_attempts
-                and bool(codes & self.guard.active))
-
-    def settle(self, result: TeacherResult, rec: Record, verdicts: list[Verdict], job, prompt,
-               chain: Chain | None) -> Settled:
-        """Run the record's chain from this answer to its last attempt; store what is asked along the way."""
-        chain = chain or Chain(list(prompt.teacher_messages))
-        lang = (job.inputs or {}).get("lang")
-        events: list[GuardEvent] = []
-        while True:
-            calls = [replace(c, turn=chain.attempt) for c in result.attempts]
-            if rec.status == "failed":  # the teacher never answered this turn: the next run asks it again
-                return Settled(rec, verdicts, calls, [], False, events, result)
-            codes = reject_codes(verdicts)
-            for code in chain.prev_codes:
-                self.acct.observe_repair(code, code not in codes)
-                event = self.guard.observe(code, code not in codes)
-                if event is not None:
-                    events.append(event)
-            row = {"record_id": rec.id, "attempt": chain.attempt, "repairs": chain.attempt - 1 or None,
-                   "status": rec.status, "output": rec.output, "raw": rec.raw, "verdicts": verdict_dicts(verdicts),
-                   "feedback": chain.feedback, "tokens_in": result.prompt_tokens,
-                   "tokens_cached": sum(a.cached_tokens or 0 for a in result.attempts),
-                   "tokens_out": result.completion_tokens, "teacher_s": result.latency_s,
-                   "calls": len(result.attempts)}
-            if not self.wants(rec, verdicts, chain.attempt):
-                rec = replace(rec, meta={**rec.meta, "attempt": chain.attempt})
-                if chain.attempt == 1:
-                    return Settled(rec, verdicts, calls, [row], False, events, result)
-                if rec.status == "accepted":
-                    self.acct.repaired += 1
-                self.store.write_batch(self.run_id, [rec], {rec.id: verdicts}, calls, [row])
-                return Settled(rec, verdicts, calls, [], True, events, result)
-            self.store.write_batch(self.run_id, [], {}, calls, [row])  # stored before its repair is asked
-            self.acct.observe_turn(result)
-            text = feedback(verdicts, lang, chain.attempt, self.cfg.max_attempts)
-            msgs = chain.messages + [{"role": "assistant", "content": rec.raw or ""}, {"role": "user", "content": text}]
-            chain = Chain(msgs, chain.attempt + 1, text, tuple(codes))
-            request = TeacherRequest(rec.id, tuple(msgs), self.schema, result.request.sampling)
-            result = list(self.teacher.generate([request]))[0]
-            rec, verdicts = self.to_record(result, job, prompt)

@@ -55,7 +55,7 @@ def _verdict_table(rows: Sequence[tuple[str, Verdict]], run_id: str, now: dateti
 
 def _attempt_table(run_id: str, rows: Sequence[dict], now: datetime) -> pa.Table:
     """Arrow rows for record_attempts from factory.repair's attempt dicts."""
-    ints = ("attempt", "repairs", "tokens_in", "tokens_cached", "tokens_out", "calls")
+    ints = ("attempt", "sample", "repairs", "tokens_in", "tokens_cached", "tokens_out", "calls")
     return pa.table({
         **{k: pa.array([r.get(k) for r in rows], pa.int32()) for k in ints},
         "record_id": [r["record_id"] for r in rows],

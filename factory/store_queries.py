@@ -35,7 +35,7 @@ class StoreQueries:
 
     # ------------------------------------------------------------ records and specs
 
-    _ATTEMPT_COLS = ("record_id", "attempt", "repairs", "run_id", "status", "output", "raw", "verdicts", "feedback",
+    _ATTEMPT_COLS = ("record_id", "attempt", "sample", "repairs", "run_id", "status", "output", "raw", "verdicts", "feedback",
                      "tokens_in", "tokens_cached", "tokens_out", "teacher_s", "calls")
 
     def attempts(self, record_ids: Sequence[str] | None = None, *, spec_hash: str | None = None) -> list[dict]:

@@ -310,6 +310,18 @@ class Repair(Strict):
     guard: RepairGuard = RepairGuard()
 
 
+class Samples(Strict):
+    """Best-of-n and votes (factory.chains): up to `n` samples per record (sampling seed + k). `first-accepted`
+    keeps the first accepted sample; `vote` asks all n and keeps the majority of the accepted ones (on `vote_on`,
+    an output field, or the whole output), its share the record's confidence; a tie or a share below
+    `min_agreement` is flagged for review (VOTE001)."""
+
+    n: int = Field(ge=2)
+    pick: Literal["first-accepted", "vote"]
+    vote_on: str | None = None
+    min_agreement: float = Field(0.5, gt=0, le=1)
+
+
 # ---------------------------------------------------------------- curation (snapshots)
 
 class Splits(Strict):
@@ -345,7 +357,8 @@ class PreferenceSources(Strict):
     """Where a preference spec's (DPO) pairs come from; each pair records its source."""
 
     source_spec: str | None = None  # the spec whose records give chosen plans (path relative to this spec)
-    sources: list[Literal["rule", "teacher", "human", "judge"]] = ["rule", "teacher", "human"]
+    # `repair`: a repaired record's rejected attempt against its accepted repair (factory.repair), opt-in
+    sources: list[Literal["rule", "teacher", "human", "judge", "repair"]] = ["rule", "teacher", "human"]
     # Rule-derived minimal edits to apply (None: the first six, curation.preference_edits.DEFAULT_EDITS; names
     # are checked there).
     edits: list[str] | None = None
@@ -491,8 +504,10 @@ class Spec(HashStable):
     synthesis: Synthesis | None = None  # kind queries: how new queries are grown from the seeds
     judge: Judge | None = None  # a second teacher that scores accepted records and ranks samples
     repair: Repair | None = None  # ask again for a rejected record, with its verdicts (factory.repair)
+    samples: Samples | None = None  # best-of-n or vote per record (factory.chains)
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge", "repair")
+    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge", "repair",
+                                                "samples")
 
     @model_validator(mode="after")
     def _outcome_models(self):

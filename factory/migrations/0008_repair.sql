@@ -1,8 +1,10 @@
--- Repair with the verdict (issue 27, factory.repair): every answer the teacher gave for a record, in order. The
--- record row holds the last attempt (the one that counts); earlier attempts are never overwritten.
+-- Repair with the verdict, best-of-n and votes (issue 27, factory.chains): every answer the teacher gave for a
+-- record, in order. The record row holds the one that counts (the last attempt, or the vote's majority); earlier
+-- attempts are never overwritten.
 CREATE TABLE record_attempts (
     record_id      VARCHAR NOT NULL,         -- the record whose chain this is
-    attempt        INTEGER NOT NULL,         -- 1: the first answer; 2, 3, ...: repairs
+    attempt        INTEGER NOT NULL,         -- 1: the first answer; 2, 3, ...: more samples or repairs
+    sample         INTEGER NOT NULL,         -- the best-of-n / vote sample it belongs to (seed + sample)
     repairs        INTEGER,                  -- the attempt this one repairs (attempt - 1); NULL for the first
     run_id         VARCHAR NOT NULL,
     status         VARCHAR NOT NULL,         -- accepted | rejected
