@@ -71,6 +71,15 @@ def test_a_two_sample_tie_is_flagged_for_review(write_spec, fault_server, tmp_pa
     assert set(flagged) == ties and all("a tie" in d for d in flagged.values())
     confidence = dict(sql(store, "SELECT record_id, CAST(json_extract(meta, '$.confidence') AS DOUBLE) FROM records"))
     assert all(confidence[rid] == (0.5 if rid in ties else 1.0) for rid in chains)
+    # review's selections pick the ties: by their flag, and by the vote share as the record's confidence
+    from mashbill.curation.review.select import review_items, select
+    from mashbill.factory.store import Store
+    from mashbill.specs import load_spec
+
+    with Store.open(store, read_only=True) as s:
+        items = review_items(s, load_spec(spec))
+    assert {i.record.id for i in select(items, "flagged")} == ties
+    assert {i.record.id for i in select(items, "low-confidence")} == ties
 
 
 def test_first_accepted_stops_at_the_first_sample_the_checker_accepts(write_spec, fault_server, tmp_path):
@@ -88,3 +97,18 @@ def test_first_accepted_stops_at_the_first_sample_the_checker_accepts(write_spec
         assert [(s, st) for _, s, st, _ in rows] == ([(0, "rejected"), (1, "accepted")] if even else [(0, "accepted")])
     [(stats,)] = sql(store, "SELECT stats FROM runs")
     assert json.loads(stats)["sample_turns"] == 4
+
+
+def test_samples_all_rejected_are_repaired_from_the_last_samples_conversation(write_spec, fault_server, tmp_path):
+    # every sample breaks the schema; the repair turn is answered right
+    server = fault_server(schedule=lambda key, attempt: "schema" if tag(key) is not None else None)
+    spec = _with(write_spec(n=3, runtime={"concurrency": 1, "batch_size": 3}),
+                 samples={"n": 2, "pick": "first-accepted"}, repair={"max_attempts": 1, "codes": ["SCHEMA001"]})
+    store = tmp_path / "store"
+    run_cli("generate", spec, "--store", store, "--base-url", server.url, "--no-progress", check=True)
+    assert sql(store, "SELECT count(*) FILTER (status = 'accepted') FROM records")[0][0] == 3
+    for rows in _chains(store).values():
+        assert [(a, s, st) for a, s, st, _ in rows] == [(1, 0, "rejected"), (2, 1, "rejected"), (3, 1, "accepted")]
+    assert sql(store, "SELECT DISTINCT repairs FROM record_attempts WHERE feedback IS NOT NULL") == [(2,)]
+    repairs = [k for k, _, _ in server.log if "was rejected (repair 1 of 1)" in k]
+    assert len(repairs) == 3
