@@ -92,8 +92,11 @@ class RunSummary:
         if self.accounting is not None:
             snap = self.accounting.snapshot(self.wall_s or None)
             for k in ("calls", "retries", "errors", "probe_calls", "latency_s", "accept_rate", "records_per_s",
-                      "cost"):
+                      "cost", "teacher_s_per_accepted", "tokens_per_accepted"):
                 d[k] = snap[k]
+            for k in ("repair", "sample_turns"):  # chains (factory.chains), when the run had any
+                if k in snap:
+                    d[k] = snap[k]
         return d
 
 

@@ -72,6 +72,7 @@ def test_a_rejected_record_is_repaired_with_its_verdict_and_every_attempt_is_sto
     assert stats["repair"] == {"turns": 3, "repaired": 3,
                                "by_code": {"SCHEMA001": {"tried": 3, "fixed": 3, "rate": 1.0}}}
     assert stats["teacher_s_per_accepted"] > 0 and stats["tokens_per_accepted"] >= 0
+    assert summary["repair"] == stats["repair"] and summary["teacher_s_per_accepted"] > 0  # generate --json too
 
 
 def test_a_teacher_that_never_fixes_a_code_stops_being_asked(write_spec, fault_server, tmp_path):
