@@ -273,6 +273,14 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
     try:
         while True:
             records, verdicts, calls, events, attempts, n = [], {}, [], [], [], 0
+            unwritten = []  # counted once their batch is stored: a run's figures are what it committed
+
+            def count(result, rec, vs):
+                _count(summary, vs)
+                acct.observe(result, rec.status)
+                answered = result.attempts[-1].latency_s if result.attempts and result.text is not None else None
+                events.extend(guards.observe(rec.status, answered))
+
             for result in islice(results, batch_size):  # each handled as it comes: a repair follows its answer
                 n += 1
                 job, prompt, rows = pending.pop(result.request.record_id)
@@ -284,21 +292,22 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
                     attempts.extend(settled.attempts)
                     events.extend(settled.events)
                     result = settled.result
-                if not written:
-                    records.append(rec)
-                    verdicts[rec.id] = vs
-                    calls.extend(result_calls)
-                _count(summary, vs)
-                acct.observe(result, rec.status)
-                answered = result.attempts[-1].latency_s if result.attempts and result.text is not None else None
-                events.extend(guards.observe(rec.status, answered))
+                if written:  # a chain's record, stored with its last attempts already
+                    count(result, rec, vs)
+                    continue
+                records.append(rec)
+                verdicts[rec.id] = vs
+                calls.extend(result_calls)
+                unwritten.append((result, rec, vs))
             if not n:
                 return None
             store.write_batch(ctx.run_id, records, verdicts, calls, attempts)
+            for result, rec, vs in unwritten:
+                count(result, rec, vs)
             for event in events:
                 store.add_event(ctx.run_id, event.kind, event.detail)
             if on_progress:
-                on_progress(summary, len(records))
+                on_progress(summary, n)
             if time.monotonic() - last_progress >= every_s:
                 last_progress = time.monotonic()
                 store.add_event(ctx.run_id, "progress", acct.snapshot())

@@ -125,3 +125,18 @@ def test_a_bad_repair_section_stops_spec_check_with_file_line_and_field(write_sp
         gen = run_cli("generate", spec, "--store", tmp_path / "s", "--base-url", "http://127.0.0.1:9/v1",
                       "--no-progress")
         assert gen.returncode == 2 and field in gen.stderr and "Traceback" not in gen.stderr
+
+
+def test_merged_shards_keep_every_attempt_once(write_spec, fault_server, tmp_path):
+    from test_shards_merge import shards
+
+    server = fault_server(schedule=lambda key, attempt: "schema" if tag(key) is not None and tag(key) % 2 == 0 else None)
+    spec = _with_repair(write_spec(n=12), {"max_attempts": 1, "codes": ["SCHEMA001"]})
+    full = tmp_path / "full"
+    run_cli("generate", spec, "--store", full, "--base-url", server.url, "--no-progress", check=True)
+    parts = shards(spec, tmp_path, server.url, n=2)
+    out = tmp_path / "merged"
+    for _ in range(2):  # a second merge adds nothing
+        run_cli("merge", out, *parts, check=True)
+    query = "SELECT record_id, attempt, sample, status, raw, feedback FROM record_attempts ORDER BY 1, 2"
+    assert sql(out, query) == sql(full, query) and len(sql(full, query)) == 12 + 6
