@@ -7,6 +7,11 @@
 2. `teacher`: two or more samples per query (different seeds) from the preference spec's teacher; a sample
    that passes every rule is `chosen`, one that fails a rule (so scores lower) is `rejected`.
 3. `human`: a reviewer's valid correction is `chosen`, the teacher's original output `rejected`.
+5. `repair`: the teacher's real mistakes. A source-spec record accepted after a repair (`factory.repair`) gives
+   one pair per earlier attempt: the same prompt, the accepted repair `chosen`, the rejected attempt `rejected`,
+   and the codes that separate them (the attempt's reject codes). Only selected records give one, so a chosen
+   side the usability rules leave out (`factory.usable`) never makes a pair; a reviewer's correction outranks
+   the repair (that record gives a `human` pair instead).
 4. `judge`: the same teacher samples, ranked by the spec's judge (`mashbill judge --pairs`): every pair is
    judged in both orders; a pair whose two verdicts disagree (position bias) is dropped and counted, so is
    one whose mean score difference is below `min_judge_margin`; the judge preferring a sample that fails a
@@ -136,7 +141,8 @@ def _make(source: str, rule: str, rec_id: str, inputs: dict, meta: dict, prompt,
 
 
 def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
-                judgments: list[dict] | None = None, unusable: Mapping[str, Any] | None = None) -> PairBuild:
+                judgments: list[dict] | None = None, unusable: Mapping[str, Any] | None = None,
+                attempts: Mapping[str, list[dict]] | None = None) -> PairBuild:
     """All checked pairs of a preference spec: rule edits and human corrections of the source spec's selected
     records, and teacher samples stored under the preference spec.
 
@@ -224,9 +230,30 @@ def build_pairs(rs: ResolvedSpec, src_sel: Selection, samples: list[Record],
         out.notes["teacher_queries"] = len(groups)
     if "judge" in cfg.sources:
         judge_pairs(rs, samples, judgments or [], out, seen, unusable)
-    for s in ("rule", "teacher", "human", *(["judge"] if "judge" in cfg.sources else [])):
+    if "repair" in cfg.sources:
+        repair_pairs(src_sel, attempts or {}, out, seen)
+    for s in ("rule", "teacher", "human", *(x for x in ("judge", "repair") if x in cfg.sources)):
         out.counts.setdefault(s, 0)
     return out
+
+
+def repair_pairs(src_sel: Selection, attempts: Mapping[str, list[dict]], out: PairBuild, seen: set[str]) -> None:
+    """Add a pair per rejected attempt of every selected record that a repair made acceptable (source 5 above)."""
+    chains = 0
+    for cand in src_sel.candidates:
+        rec = cand.record
+        rows = attempts.get(rec.id) or []
+        last = rows[-1] if rows else {}
+        if len(rows) < 2 or cand.origin != "teacher" or last["status"] != "accepted" or last["output"] != rec.output:
+            continue  # not repaired, a reviewer's correction, or the stored record is not the chain's last attempt
+        chains += 1
+        for row in rows[:-1]:
+            codes = sorted({v["code"] for v in row["verdicts"] if v["severity"] == "reject"})
+            rejected = row["output"] if row["output"] is not None else (row["raw"] or "")
+            pair = _make("repair", "+".join(codes) or "none", rec.id, rec.input,
+                         {**rec.meta, "repair_attempt": row["attempt"]}, rec.messages, cand.output, rejected, codes)
+            out.add(pair, seen)
+    out.notes["repaired_records"] = chains
 
 
 def judge_pairs(rs: ResolvedSpec, samples: list[Record], judgments: list[dict], out: PairBuild,

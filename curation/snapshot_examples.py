@@ -154,7 +154,11 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
         from mashbill.factory.judge import pair_judgments
 
         judgments = pair_judgments(store, rs)
-    pb = build_pairs(rs, src_sel, samples, judgments, unusable)
+    attempts: dict[str, list[dict]] = {}
+    if "repair" in cfg.sources:  # the source spec's repair chains (factory.repair)
+        for row in store.attempts(spec_hash=src.hash):
+            attempts.setdefault(row["record_id"], []).append(row)
+    pb = build_pairs(rs, src_sel, samples, judgments, unusable, attempts)
     examples: list[Example] = []
     for p in pb.pairs:
         labels = labels_of(dims, "preference", p.inputs, p.chosen, p.meta, p.source)
@@ -165,7 +169,7 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
             list(p.rejected_codes), inputs=p.inputs))
     corrections = 0
     if cfg.correction_samples:
-        order = {"human": 0, "rule": 1, "teacher": 2, "judge": 3}
+        order = {"human": 0, "rule": 1, "repair": 2, "teacher": 3, "judge": 4}
         first: dict[str, Example] = {}
         for ex, p in sorted(zip(examples, pb.pairs), key=lambda t: (order[t[1].source], t[0].key)):
             first.setdefault(p.record_id, ex)

@@ -9,6 +9,7 @@ while the run goes, and what the run's row keeps at the end. It is also where th
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from mashbill.factory.stats import percentiles
@@ -38,6 +39,13 @@ class Accounting:
     teacher_s: float = 0.0
     probe_tokens: list[int] = field(default_factory=lambda: [0, 0, 0])  # in, cached, out
     probe_teacher_s: float = 0.0
+    # repair with the verdict (factory.repair): turns that asked a repair, records accepted after one, and per code
+    # how often a repair of it was asked and how often the next attempt no longer had it
+    repair_turns: int = 0
+    sample_turns: int = 0  # answers that led to another best-of-n or vote sample
+    repaired: int = 0
+    repair_tried: Counter = field(default_factory=Counter)
+    repair_fixed: Counter = field(default_factory=Counter)
     _latencies: list[float] = field(default_factory=list, repr=False)
 
     def observe(self, result: TeacherResult, status: str | None) -> None:
@@ -64,7 +72,7 @@ class Accounting:
                 self.errors += 1
         if len(self._latencies) > _MAX_LATENCIES:
             del self._latencies[: _MAX_LATENCIES // 10]
-        if status is not None:
+        if status is not None and status != "turn":
             self.done += 1
             if status == "accepted":
                 self.accepted += 1
@@ -72,6 +80,24 @@ class Accounting:
                 self.rejected += 1
             else:
                 self.failed += 1
+
+    def observe_turn(self, result: TeacherResult, next_step: str = "repair") -> None:
+        """Count a turn of a record's chain that is not its last (factory.chains): its calls and tokens, no
+        record; `next_step` is what it led to (a repair or another sample)."""
+        if next_step == "repair":
+            self.repair_turns += 1
+        else:
+            self.sample_turns += 1
+        self.observe(result, "turn")
+
+    def observe_repair(self, code: str, fixed: bool) -> None:
+        self.repair_tried[code] += 1
+        self.repair_fixed[code] += bool(fixed)
+
+    def repair_rates(self) -> dict[str, dict]:
+        """Per code: repairs asked, fixed (the next attempt no longer had it) and the success rate."""
+        return {c: {"tried": n, "fixed": self.repair_fixed[c], "rate": round(self.repair_fixed[c] / n, 4)}
+                for c, n in sorted(self.repair_tried.items())}
 
     # ------------------------------------------------------------ derived figures
 
@@ -118,4 +144,10 @@ class Accounting:
             "tokens_out_per_s": round(t_out / wall_s, 2) if wall_s > 0 else 0.0,
             "eta_s": round(remaining / rps, 1) if rps > 0 else None,
             "wall_s": round(wall_s, 3), "cost": self.cost(wall_s),
+            "teacher_s_per_accepted": round((self.teacher_s + self.probe_teacher_s) / self.accepted, 3)
+            if self.accepted else None,
+            "tokens_per_accepted": round((t_in + t_out) / self.accepted, 1) if self.accepted else None,
+            **({"repair": {"turns": self.repair_turns, "repaired": self.repaired, "by_code": self.repair_rates()}}
+               if self.repair_turns or self.repair_tried else {}),
+            **({"sample_turns": self.sample_turns} if self.sample_turns else {}),
         }

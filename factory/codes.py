@@ -117,6 +117,7 @@ _TABLE = [
     ("SYN012", "flag", "validate", "synthesised query: lacks what its cell is about, by the rule set's triggers (dropped)"),
     ("SYN013", "flag", "validate", "synthesised query: not fluent, the embedded model's mean surprise per token is above the language's limit (dropped)"),
     ("SYN020", "flag", "validate", "synthesised query: a duplicate of a query another shard kept (dropped by `mashbill merge`)"),
+    ("VOTE001", "flag", "factory", "vote: the samples tie, or the majority's share is below samples.min_agreement (for a reviewer)"),
     ("JUDGE001", "reject", "factory", "the judge's answer does not parse (stored as failed, asked again next run)"),
     ("JUDGE010", "penalty", "judge", "the judge's score is below the spec's threshold (default code; severity from the spec)"),
     ("BAL001", "reject", "curation", "left out of a snapshot by a balancing quota"),
@@ -144,6 +145,24 @@ COMPLEXITY_RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() i
 
 def describe(code: str) -> Code | None:
     return CODES.get(code)
+
+
+# reject codes that a teacher can fix by answering again (factory.repair): what the factory's parse and schema
+# checks and the rule sets find in an answer. Failed calls, validation passes, review and curation are not.
+_REPAIRABLE_FACTORY = frozenset({"PARSE001", "PARSE002", "TRUNC001", "SCHEMA001"})
+
+
+def not_repairable(code: str) -> str | None:
+    """Why a repair section may not name `code` (unknown, or not a reject found in the teacher's answer); None if it may."""
+    c = CODES.get(code)
+    if c is None:
+        return f"unknown code {code!r} (see `mashbill codes`)"
+    if c.severity != "reject":
+        return f"{code} is a {c.severity}, not a reject: it never makes a record to repair"
+    if code not in _REPAIRABLE_FACTORY and c.source not in ("rules", "complexity"):
+        return (f"{code} ({c.meaning}) is not repairable: only the answer checks (PARSE001, PARSE002, TRUNC001, "
+                "SCHEMA001) and rule-set codes can be fixed by asking again")
+    return None
 
 
 def markdown_table() -> str:

@@ -32,6 +32,8 @@ from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
 from mashbill.factory.records import Record, SpecRef, Verdict, record_id
+from mashbill.factory.chains import Chains
+from mashbill.factory.repair import check_repair
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
 from mashbill.factory.work import Job, SpecWork, Work, select_jobs
@@ -90,8 +92,11 @@ class RunSummary:
         if self.accounting is not None:
             snap = self.accounting.snapshot(self.wall_s or None)
             for k in ("calls", "retries", "errors", "probe_calls", "latency_s", "accept_rate", "records_per_s",
-                      "cost"):
+                      "cost", "teacher_s_per_accepted", "tokens_per_accepted"):
                 d[k] = snap[k]
+            for k in ("repair", "sample_turns"):  # chains (factory.chains), when the run had any
+                if k in snap:
+                    d[k] = snap[k]
         return d
 
 
@@ -133,6 +138,8 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     spec = rs.spec
     if work is None:
         work = _default_work(rs, store, samples)
+    if work.repair is not None:
+        check_repair(work.rs)  # a bad repair section stops here, before a run row exists
     jobs = work.jobs(limit=limit, shard=shard)
     done = store.finished_ids(work.ref.hash)
     todo = [job for job in jobs if job.rid not in done]
@@ -153,6 +160,10 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
     ctx = _Context(rs, store, teacher, run_id, summary, acct, checks,
                    jsonschema.validators.validator_for(work.output_schema)(work.output_schema),
                    work.ref, work.output_schema if work.constrained else None, sampling, work)
+    if work.repair is not None or work.pick is not None:
+        ctx.chains = Chains(work, store=store, run_id=run_id, teacher=teacher, schema=ctx.schema, acct=acct,
+                            to_record=lambda result, job, prompt: _to_record(result, work, ctx.ref, job, prompt,
+                                                                             ctx.validator, checks))
     status = "completed"
     try:
         if on_progress:
@@ -225,6 +236,7 @@ class _Context:
     schema: dict | None
     sampling: dict
     work: Work
+    chains: Chains | None = None
 
 
 def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_after) -> str | None:
@@ -233,8 +245,10 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
     guards = GuardSet(rs.spec.guards)
     every_s = rs.spec.runtime.progress_every_s
     last_progress = time.monotonic()
-    pending: dict[str, tuple[Job, object]] = {}
+    pending: dict[str, tuple[Job, object, object]] = {}
     work = ctx.work
+    engine = ctx.chains
+    stored = engine.resume([job.rid for job in todo]) if engine is not None else {}
 
     def requests() -> Iterable[TeacherRequest]:
         for job in todo:  # rendered lazily: a pipelined teacher pulls only what it can send
@@ -242,31 +256,58 @@ def _bulk(ctx: _Context, todo: list[Job], batch_size: int, on_progress, stop_aft
                 summary.not_needed += 1  # e.g. its quota cell filled meanwhile; a later run may still ask
                 continue
             prompt = work.prompt(job)
-            pending[job.rid] = (job, prompt)
+            rows = stored.get(job.rid)
+            if rows:  # a killed run's chain (factory.chains): ask what comes after its last stored attempt
+                request = engine.first_request(rows, job, prompt)
+                if request is None:
+                    rec, vs = engine.finish_stored(rows, job, prompt, ctx.ref)
+                    _count(summary, vs)
+                    continue
+                pending[job.rid] = (job, prompt, rows)
+                yield request
+                continue
+            pending[job.rid] = (job, prompt, None)
             yield TeacherRequest(job.rid, prompt.teacher_messages, ctx.schema, work.job_sampling(job))
 
     results = iter(ctx.teacher.generate(requests()))
     try:
         while True:
-            batch = list(islice(results, batch_size))
-            if not batch:
-                return None
-            records, verdicts, calls, events = [], {}, [], []
-            for result in batch:
-                job, prompt = pending.pop(result.request.record_id)
-                rec, vs = _to_record(result, work, ctx.ref, job, prompt, ctx.validator, ctx.checks)
-                records.append(rec)
-                verdicts[rec.id] = vs
-                calls.extend(result.attempts)
+            records, verdicts, calls, events, attempts, n = [], {}, [], [], [], 0
+            unwritten = []  # counted once their batch is stored: a run's figures are what it committed
+
+            def count(result, rec, vs):
                 _count(summary, vs)
                 acct.observe(result, rec.status)
                 answered = result.attempts[-1].latency_s if result.attempts and result.text is not None else None
                 events.extend(guards.observe(rec.status, answered))
-            store.write_batch(ctx.run_id, records, verdicts, calls)
+
+            for result in islice(results, batch_size):  # each handled as it comes: a repair follows its answer
+                n += 1
+                job, prompt, rows = pending.pop(result.request.record_id)
+                rec, vs = _to_record(result, work, ctx.ref, job, prompt, ctx.validator, ctx.checks)
+                result_calls, written = result.attempts, False
+                if engine is not None:
+                    settled = engine.settle(result, rec, vs, job, prompt, rows)
+                    rec, vs, result_calls, written = settled.record, settled.verdicts, settled.calls, settled.stored
+                    attempts.extend(settled.attempts)
+                    events.extend(settled.events)
+                    result = settled.result
+                if written:  # a chain's record, stored with its last attempts already
+                    count(result, rec, vs)
+                    continue
+                records.append(rec)
+                verdicts[rec.id] = vs
+                calls.extend(result_calls)
+                unwritten.append((result, rec, vs))
+            if not n:
+                return None
+            store.write_batch(ctx.run_id, records, verdicts, calls, attempts)
+            for result, rec, vs in unwritten:
+                count(result, rec, vs)
             for event in events:
                 store.add_event(ctx.run_id, event.kind, event.detail)
             if on_progress:
-                on_progress(summary, len(records))
+                on_progress(summary, n)
             if time.monotonic() - last_progress >= every_s:
                 last_progress = time.monotonic()
                 store.add_event(ctx.run_id, "progress", acct.snapshot())

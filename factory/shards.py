@@ -203,6 +203,9 @@ def _write(store: Store, aliases, winners: dict[int, list[str]], replaced: list[
                             "JOIN _win USING (record_id)")
                 con.execute(f"INSERT INTO verdicts BY NAME SELECT v.* FROM {alias}.verdicts v "
                             "JOIN _win USING (record_id)")
+                con.execute(f"INSERT INTO record_attempts BY NAME SELECT a.* FROM {alias}.record_attempts a "
+                            "JOIN _win USING (record_id) WHERE NOT EXISTS (SELECT 1 FROM record_attempts b "
+                            "WHERE b.record_id = a.record_id AND b.attempt = a.attempt)")
                 con.unregister("_win")
             con.execute(f"INSERT INTO teacher_calls BY NAME SELECT * FROM {alias}.teacher_calls "
                         "WHERE call_id NOT IN (SELECT call_id FROM teacher_calls)")

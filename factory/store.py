@@ -53,6 +53,23 @@ def _verdict_table(rows: Sequence[tuple[str, Verdict]], run_id: str, now: dateti
     })
 
 
+def _attempt_table(run_id: str, rows: Sequence[dict], now: datetime) -> pa.Table:
+    """Arrow rows for record_attempts from factory.repair's attempt dicts."""
+    ints = ("attempt", "sample", "repairs", "tokens_in", "tokens_cached", "tokens_out", "calls")
+    return pa.table({
+        **{k: pa.array([r.get(k) for r in rows], pa.int32()) for k in ints},
+        "record_id": [r["record_id"] for r in rows],
+        "run_id": [run_id] * len(rows),
+        "status": [r["status"] for r in rows],
+        "output": [_json(r.get("output")) for r in rows],
+        "raw": pa.array([r.get("raw") for r in rows], pa.string()),
+        "verdicts": [_json(r["verdicts"]) for r in rows],
+        "feedback": pa.array([r.get("feedback") for r in rows], pa.string()),
+        "teacher_s": pa.array([r.get("teacher_s") for r in rows], pa.float64()),
+        "created_at": pa.array([now] * len(rows), pa.timestamp("us")),
+    })
+
+
 def _loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
     """json.loads of each text (None stays None), decoded as one JSON array per chunk: one parser call instead
     of one per value, about twice as fast for hundreds of thousands of small values."""
@@ -262,9 +279,10 @@ class Store(StoreQueries):
         return {r[0] for r in rows}
 
     def write_batch(self, run_id: str, records: Sequence[Record], verdicts: dict[str, Sequence[Verdict]],
-                    calls: Sequence[TeacherCall]) -> None:
-        """Write records, their verdicts and teacher calls in one transaction (all or nothing)."""
-        if not records:
+                    calls: Sequence[TeacherCall], attempts: Sequence[dict] = ()) -> None:
+        """Write records, their verdicts, teacher calls and repair attempts (`record_attempts` rows, as
+        factory.repair makes them) in one transaction (all or nothing)."""
+        if not records and not attempts:
             return
         now = _now()
         ids = [r.id for r in records]
@@ -300,6 +318,7 @@ class Store(StoreQueries):
             "finish_reason": pa.array([c.finish_reason for c in calls], pa.string()),
             "error": pa.array([c.error for c in calls], pa.string()),
             "created_at": pa.array([now] * len(calls), pa.timestamp("us")),
+            "turn": pa.array([c.turn for c in calls], pa.int32()),
         })
         with self.transaction() as con:
             id_table = pa.table({"record_id": ids})
@@ -312,9 +331,13 @@ class Store(StoreQueries):
                                         ("_calls", call_table, "teacher_calls")):
                 if table.num_rows:
                     con.register(name, table)
-                    con.execute(f"INSERT INTO {target} SELECT * FROM {name}")
+                    con.execute(f"INSERT INTO {target} BY NAME SELECT * FROM {name}")
                     con.unregister(name)
             con.unregister("_ids")
+            if attempts:
+                con.register("_att", _attempt_table(run_id, attempts, now))
+                con.execute("INSERT INTO record_attempts BY NAME SELECT * FROM _att")
+                con.unregister("_att")
 
     def add_verdicts(self, run_id: str, verdicts: Iterable[tuple[str, Verdict]]) -> int:
         rows = list(verdicts)

@@ -35,6 +35,35 @@ class StoreQueries:
 
     # ------------------------------------------------------------ records and specs
 
+    _ATTEMPT_COLS = ("record_id", "attempt", "sample", "repairs", "run_id", "status", "output", "raw", "verdicts", "feedback",
+                     "tokens_in", "tokens_cached", "tokens_out", "teacher_s", "calls")
+
+    def attempts(self, record_ids: Sequence[str] | None = None, *, spec_hash: str | None = None) -> list[dict]:
+        """Repair attempts (factory.repair), by record id and attempt number: of the given records, or of every
+        record of a spec hash; `output` and `verdicts` parsed."""
+        cols = ", ".join(f"a.{c}" for c in self._ATTEMPT_COLS)
+        if record_ids is not None:
+            with self._ids("_att_ids", record_ids):
+                rows = self.con.execute(f"SELECT {cols} FROM record_attempts a JOIN _att_ids USING (record_id) "
+                                        "ORDER BY a.record_id, a.attempt").fetchall()
+        else:
+            rows = self.con.execute(f"SELECT {cols} FROM record_attempts a JOIN records r USING (record_id) "
+                                    "WHERE r.spec_hash = ? ORDER BY a.record_id, a.attempt", [spec_hash]).fetchall()
+        out = []
+        for row in rows:
+            d = dict(zip(self._ATTEMPT_COLS, row))
+            d["output"] = None if d["output"] is None else json.loads(d["output"])
+            d["verdicts"] = json.loads(d["verdicts"])
+            out.append(d)
+        return out
+
+    def attempt_chains(self, record_ids: Sequence[str]) -> dict[str, list[dict]]:
+        """The stored attempts of each given record that has any, in order (a repair chain to resume)."""
+        chains: dict[str, list[dict]] = {}
+        for row in self.attempts(record_ids):
+            chains.setdefault(row["record_id"], []).append(row)
+        return chains
+
     def spec_status_counts(self, spec_name: str, spec_version: int) -> list[tuple[str, str, int]]:
         """(spec hash, status, records) of every content hash a spec name@version was generated under."""
         return self.con.execute(

@@ -40,6 +40,8 @@ class Work:
         self.constrained = rs.spec.teacher.constrained
         self.sampling = rs.spec.teacher.sampling.model_dump()
         self.prices = dict(rs.spec.teacher.prices)
+        self.repair = None  # a spec's `repair` section, for the works that use it (factory.repair)
+        self.pick = None  # a spec's `samples` section (best-of-n, vote), for the works that use it (factory.chains)
 
     def jobs(self, *, limit: int | None = None, shard: tuple[int, int] | None = None) -> list[Job]:
         raise NotImplementedError
@@ -86,6 +88,8 @@ class SpecWork(Work):
         super().__init__(rs, SpecRef(rs.spec.name, rs.spec.version, rs.hash), rs.spec.kind)
         self.inputs = list(rs.seeds if inputs is None else inputs)
         self.samples = samples
+        self.repair = rs.spec.repair
+        self.pick = rs.spec.samples
 
     def jobs(self, *, limit=None, shard=None) -> list[Job]:
         base = select_jobs([(record_id(self.rs.hash, i), i) for i in self.inputs], limit=limit, shard=shard)

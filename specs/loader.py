@@ -82,7 +82,8 @@ class ResolvedSpec:
         # Runtime knobs change speed, guards decide whether a run goes on, curation settings change which
         # stored records a snapshot takes: none changes what the teacher produces, so none may change ids.
         # The judge has its own hash (factory.judge); a synthesis target only says when to stop asking.
-        exclude = {"runtime": True, "curation": True, "guards": True, "judge": True, "synthesis": {"target"}}
+        exclude = {"runtime": True, "curation": True, "guards": True, "judge": True, "synthesis": {"target"},
+                   "repair": {"guard"}}
         files = {k: v for k, v in self.files.items() if not k.startswith("judge.")}
         return {"spec": self.spec.model_dump(mode="json", exclude=exclude), "files": files}
 

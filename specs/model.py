@@ -289,6 +289,39 @@ class Guards(Strict):
     circuit_breaker: CircuitBreakerGuard = CircuitBreakerGuard()
 
 
+# ---------------------------------------------------------------- repair with the verdict
+
+
+class RepairGuard(Strict):
+    """Per code: over its last `window` repairs, a fix rate below `min_fix_rate` trips the guard.
+    `stop` ends the run (exit 3); `skip` stops asking repairs for that code and goes on."""
+
+    window: int = Field(20, ge=1)
+    min_fix_rate: float = Field(0.05, ge=0, le=1)
+    action: Literal["stop", "skip"] = "stop"
+
+
+class Repair(Strict):
+    """Ask again for a record rejected with one of `codes`: the conversation goes on with the verdicts stated
+    (factory.repair). `max_attempts` repairs at most after the first answer; every attempt is stored."""
+
+    max_attempts: int = Field(ge=1)
+    codes: list[str] = Field(min_length=1)  # checked against the code registry by `spec check` and `generate`
+    guard: RepairGuard = RepairGuard()
+
+
+class Samples(Strict):
+    """Best-of-n and votes (factory.chains): up to `n` samples per record (sampling seed + k). `first-accepted`
+    keeps the first accepted sample; `vote` asks all n and keeps the majority of the accepted ones (on `vote_on`,
+    an output field, or the whole output), its share the record's confidence; a tie or a share below
+    `min_agreement` is flagged for review (VOTE001)."""
+
+    n: int = Field(ge=2)
+    pick: Literal["first-accepted", "vote"]
+    vote_on: str | None = None
+    min_agreement: float = Field(0.5, gt=0, le=1)
+
+
 # ---------------------------------------------------------------- curation (snapshots)
 
 class Splits(Strict):
@@ -324,7 +357,8 @@ class PreferenceSources(Strict):
     """Where a preference spec's (DPO) pairs come from; each pair records its source."""
 
     source_spec: str | None = None  # the spec whose records give chosen plans (path relative to this spec)
-    sources: list[Literal["rule", "teacher", "human", "judge"]] = ["rule", "teacher", "human"]
+    # `repair`: a repaired record's rejected attempt against its accepted repair (factory.repair), opt-in
+    sources: list[Literal["rule", "teacher", "human", "judge", "repair"]] = ["rule", "teacher", "human"]
     # Rule-derived minimal edits to apply (None: the first six, curation.preference_edits.DEFAULT_EDITS; names
     # are checked there).
     edits: list[str] | None = None
@@ -469,8 +503,11 @@ class Spec(HashStable):
     outcome: OutcomeSettings | None = None  # kind outcome: the models run over the same queries
     synthesis: Synthesis | None = None  # kind queries: how new queries are grown from the seeds
     judge: Judge | None = None  # a second teacher that scores accepted records and ranks samples
+    repair: Repair | None = None  # ask again for a rejected record, with its verdicts (factory.repair)
+    samples: Samples | None = None  # best-of-n or vote per record (factory.chains)
 
-    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge")
+    _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge", "repair",
+                                                "samples")
 
     @model_validator(mode="after")
     def _outcome_models(self):

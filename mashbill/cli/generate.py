@@ -94,7 +94,10 @@ def run_generate(spec_name: str, store_path, *, limit=None, shard=None, threads=
     from mashbill.specs import find_spec, load_spec
     from mashbill.specs.lock import lock_problem
 
+    from mashbill.factory.repair import check_repair
+
     rs = load_spec(find_spec(spec_name))
+    check_repair(rs)  # a bad repair section: file, line and field, before the teacher is touched
     problem = lock_problem(rs)
     if problem:
         if not allow_unlocked:

