@@ -39,7 +39,7 @@ from mashbill.curation.select import Excluded, Selection
 from mashbill.errors import MashbillError
 from mashbill.factory.records import Record, Verdict
 from mashbill.factory.store import Store
-from mashbill.specs import ResolvedSpec, canonical_json, load_spec
+from mashbill.specs import LIBRARY, ResolvedSpec, canonical_json, find_spec_files, load_spec
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,9 @@ def source_spec_of(rs: ResolvedSpec) -> ResolvedSpec:
         raise MashbillError(f"{rs.path}: a preference spec needs curation.preference.source_spec, the plan spec "
                             "whose records give the chosen plans")
     path = (rs.home / ref).resolve()
+    if not path.is_file() and path.parent.parent == LIBRARY.resolve():
+        # a library spec superseded since (specs/library/archive/<kind>/): its name@version still finds it
+        path = next((f for f in find_spec_files(LIBRARY, archived=True) if f.name == path.name), path)
     if not path.is_file():
         raise MashbillError(f"{rs.path}: curation.preference.source_spec {ref} not found (looked at {path})")
     src = load_spec(path)

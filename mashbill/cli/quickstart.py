@@ -20,7 +20,7 @@ def quickstart_spec(name: str):
     from mashbill.specs.yamlio import load_yaml
 
     found = []
-    for path in find_spec_files(LIBRARY):
+    for path in find_spec_files(LIBRARY, archived=True):  # a single-shot version may be superseded (archive/)
         stem, _, version = path.stem.partition("@")
         if stem != name or not version.isdigit():
             continue

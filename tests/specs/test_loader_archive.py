@@ -59,3 +59,17 @@ def test_spec_ls_lists_live_versions_and_check_covers_the_archive():
     checked = {r["spec"] for r in json.loads(check.output)}
     assert archived <= checked and listed <= checked
     assert all(re.fullmatch(r"[a-z0-9-]+@\d+", s) for s in checked)
+
+
+def test_an_archived_preference_spec_still_finds_its_archived_source_spec():
+    """A preference spec names its plan spec by a path beside it (../quickstart/quickstart-plan@N.yaml); once both
+    are archived, the path is read from the kind folder and the plan spec found in the archive by its file name."""
+    from mashbill.curation.preference import source_spec_of
+
+    archived = [f for f in find_spec_files(LIBRARY, archived=True)
+                if ARCHIVE in f.parts and f.parent.name == "preference"]
+    assert archived
+    for f in archived:
+        rs = load_spec(f)
+        src = source_spec_of(rs)
+        assert src.ref == rs.spec.curation.preference.source_spec.rpartition("/")[2].removesuffix(".yaml")
