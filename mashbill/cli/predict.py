@@ -51,11 +51,11 @@ def command(artifact, inputs, threads, as_json):
       mashbill predict ./mashbill-exports/router-onnx "Was ist 7 hoch 5?"
       mashbill predict ./mashbill-exports/planner-gguf/model.q4_k_m.gguf queries.jsonl
     """
-    from mashbill.exporters.manifest import primary_artifact
+    from mashbill.exporters.manifest import verified_artifact
     from mashbill.exporters.predict import load_predictor
 
     texts = read_inputs(inputs)
-    pred = load_predictor(primary_artifact(artifact), threads=threads)
+    pred = load_predictor(verified_artifact(artifact)[0], threads=threads)
     try:
         rows = pred.predict(texts)
         if as_json:

@@ -52,8 +52,8 @@ def check(candidates, incumbent, guards, threads, as_json, root):
         for r in d["ranking"]:
             click.echo(f"{r['name']:<11} held-out {r['heldout_accuracy']:6.2f}  overall {r['overall_accuracy']:6.2f}  "
                       f"{r['artifact']}")
-        click.echo(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"]
-                  + (" (tie within 0.5 points, broken by overall accuracy)" if d["tie_break"] else ""))
+        click.echo(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"])
+        click.echo(f"decided by {d['decided_by']}")
         click.echo(f"release record: {path}")
     sys.exit(EXIT_OK if d["promote"] else EXIT_FINDINGS)
 
