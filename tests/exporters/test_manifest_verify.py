@@ -17,12 +17,13 @@ GUARDS = ("heldout: [{text: 'Was ist 7 hoch 5?', expect: math}]\n"
 
 @pytest.fixture()
 def altered(tmp_path, onnx_export):
-    """A copy of a real ONNX export whose INT8 graph had 4 KB zeroed after export (same size)."""
+    """A copy of a real ONNX export whose INT8 graph had 4 KB of weights zeroed after export (same size)."""
     path, _ = onnx_export
     export = tmp_path / "router"
     shutil.copytree(path, export)
-    with open(export / "model.int8.onnx", "r+b") as f:
-        f.seek(4096)
+    target = export / "model.int8.onnx"
+    with open(target, "r+b") as f:  # inside the weights: onnxruntime still loads it and answers
+        f.seek(target.stat().st_size // 2)
         f.write(b"\0" * 4096)
     return export
 
