@@ -161,9 +161,10 @@ def merge_adapter(run: Run, dst: Path) -> Path:
     try:
         base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
         model = PeftModel.from_pretrained(base, str(run.adapter_dir))
-    except (OSError, ValueError, KeyError) as exc:
+    except Exception as exc:  # OSError, ValueError, KeyError, safetensors' SafetensorError on a truncated file
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ExportError(f"{run.adapter_dir}: cannot apply the adapter to {run.base_model} "
-                          f"({str(exc).splitlines()[0]})") from None
+                          f"({type(exc).__name__}: {first})") from None
     merged = model.merge_and_unload()
     merged.save_pretrained(str(dst), safe_serialization=True)
     AutoTokenizer.from_pretrained(str(base_dir)).save_pretrained(str(dst))

@@ -93,3 +93,23 @@ def primary_artifact(path: Path) -> Path:
     if not path.is_file():
         raise ExportError(f"{path}: no such artifact")
     return path
+
+
+def verified_artifact(path: Path) -> tuple[Path, dict | None]:
+    """The artifact to use for `path` (a file, or an export folder's primary artifact), checked first.
+
+    Inside an export folder every file `export.json` lists is re-hashed (`verify`) and the artifact must be one of
+    them; the error names the file that changed. Returns the artifact and the manifest (None for a file outside
+    an export folder, which has nothing to be checked against). `predict`, `release check|tag` and `eval` call
+    this before they load anything.
+    """
+    artifact = primary_artifact(path)
+    found = find(artifact)
+    if found is None:
+        return artifact, None
+    folder = found.parent
+    m = verify(folder)
+    listed = {(folder / a["path"]).resolve() for a in m["artifacts"].values()}
+    if artifact.resolve() not in listed:
+        raise ExportError(f"{artifact}: not an artifact of the export {folder} ({MANIFEST} does not list it)")
+    return artifact, m

@@ -42,8 +42,9 @@ def load_classifier(run: Run):
     try:
         model = transformers.AutoModelForSequenceClassification.from_pretrained(str(run.model_dir))
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(run.model_dir), use_fast=True)
-    except (OSError, ValueError) as exc:
-        raise ExportError(f"{run.model_dir}: cannot load the classifier ({str(exc).splitlines()[0]})") from None
+    except Exception as exc:  # OSError, ValueError, safetensors' SafetensorError on a truncated file, ...
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ExportError(f"{run.model_dir}: cannot load the classifier ({type(exc).__name__}: {first})") from None
     if not getattr(tokenizer, "is_fast", False):
         raise ExportError(f"{run.model_dir}: no fast (Rust) tokenizer (tokenizer.json) to export beside the graph")
     model.eval()

@@ -143,15 +143,35 @@ def decide(incumbent: dict, candidates: list[dict]) -> dict:
     ranking = sorted(eligible, key=lambda e: (-e[1]["heldout_accuracy"], -e[1]["overall_accuracy"]))
     return {"winner": winner[0], "winner_artifact": winner[1]["artifact"], "promote": winner[0] != "incumbent",
             "tie_break": len(close) > 1, "vetoed": vetoed,
+            "decided_by": _decided_by(winner, eligible, close, vetoed),
             "ranking": [{"name": n, "artifact": e["artifact"], "heldout_accuracy": e["heldout_accuracy"],
                          "overall_accuracy": e["overall_accuracy"]} for n, e in ranking]}
+
+
+def _decided_by(winner, eligible, close, vetoed) -> str:
+    """One line naming the guard or the score that decided."""
+    if len(eligible) == 1:  # every candidate vetoed
+        guards = sorted({g for v in vetoed for g in v["guards_lost"]})
+        return f"guard(s) {', '.join(guards)}: every candidate fails a guard the incumbent passes"
+    name, res = winner
+    others = [e for e in eligible if e[0] != name]
+    if len(close) > 1:
+        if all(e[1]["overall_accuracy"] == res["overall_accuracy"] for e in close):
+            return (f"a full tie (held-out within {TIE_POINTS} points, overall {res['overall_accuracy']:.2f}): "
+                    "the incumbent stays")
+        rival = max((e for e in close if e[0] != name), key=lambda e: e[1]["overall_accuracy"])
+        return (f"overall accuracy {res['overall_accuracy']:.2f} ({name}) against {rival[1]['overall_accuracy']:.2f} "
+                f"({rival[0]}), held-out within {TIE_POINTS} points")
+    rival = max(others, key=lambda e: e[1]["heldout_accuracy"])
+    return (f"held-out accuracy {res['heldout_accuracy']:.2f} ({name}) against {rival[1]['heldout_accuracy']:.2f} "
+            f"({rival[0]})")
 
 
 def check(candidates: list[Path], incumbent: Path, guards: Path, *, root: Path = DEFAULT_ROOT,
           threads: int = 1) -> tuple[Path, dict]:
     items = load_guards(guards)
-    cand_paths = [mf.primary_artifact(c) for c in candidates]
-    inc_path = mf.primary_artifact(incumbent)
+    cand_paths = [mf.verified_artifact(c)[0] for c in candidates]  # every export re-hashed before it answers
+    inc_path = mf.verified_artifact(incumbent)[0]
     inc = evaluate(inc_path, items, threads=threads)
     cands = [evaluate(c, items, threads=threads) for c in cand_paths]
     decision = decide(inc, cands)
@@ -179,14 +199,13 @@ def _tag_path(root: Path, name: str) -> Path:
 
 def tag(name: str, artifact: Path, *, root: Path = DEFAULT_ROOT, force: bool = False) -> dict:
     path = _tag_path(root, name)
-    target = mf.primary_artifact(artifact).resolve()
+    target, _ = mf.verified_artifact(artifact)  # never tag an export whose files already changed
+    target = target.resolve()
     if path.exists() and not force:
         old = json.loads(path.read_text(encoding="utf-8"))
         raise ReleaseError(f"tag {name} already names {old['artifact']} ({old['sha256'][:12]}); tags do not move "
                            "(use another name, or --force)")
     export = mf.find(target)
-    if export is not None:
-        mf.verify(export.parent)  # never tag an export whose files already changed
     record = {"format": "mashbill.release-tag/1", "name": name, "artifact": str(target),
               "sha256": sha256_file(target), "bytes": target.stat().st_size,
               "tagged_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -2,7 +2,8 @@
 
 The contract (trainers write it, exporters read it): `<run>/lineage.json` (schema `mashbill.lineage/1`),
 `<run>/config.yaml`, and either `<run>/model/` (a complete HF sequence classifier) or `<run>/adapter/` (a PEFT
-LoRA adapter over `lineage.base_model.path`). Every problem is one line naming the file and the field, before
+LoRA adapter over `lineage.base_model.path`). `lineage.files` holds the sha256 of every file under model/ and
+adapter/ as the trainer wrote it; a file changed, added or removed since is refused by name. Every problem is one line naming the file and the field, before
 any conversion starts, so nothing is half-written.
 """
 
@@ -98,7 +99,28 @@ def load_run(path: str | Path) -> Run:
         if not (run.base_model / "config.json").is_file():
             raise ExportError(f"{lin_path}: field 'base_model.path': the base model {run.base_model} is missing "
                               "(no config.json there); the adapter cannot be merged without it")
+    check_weights(run)
     return run
+
+
+def check_weights(run: Run) -> None:
+    """Re-hash model/ and adapter/ against the lineage's `files`; raise naming the first file that differs."""
+    from mashbill.trainers.runfolder import weight_hashes
+
+    lin_path = run.path / "lineage.json"
+    recorded = run.lineage.get("files")
+    if not isinstance(recorded, dict) or not recorded:
+        raise ExportError(f"{lin_path}: field 'files' is missing; the lineage must hold the sha256 of every trained "
+                          "file (retrain with this version of mashbill)")
+    found = weight_hashes(run.path)
+    for rel in sorted(set(recorded) | set(found)):
+        if rel not in found:
+            raise ExportError(f"{run.path / rel}: missing (lineage.json field 'files' lists it)")
+        if rel not in recorded:
+            raise ExportError(f"{run.path / rel}: not in lineage.json field 'files' (added after training)")
+        if found[rel] != recorded[rel]:
+            raise ExportError(f"{run.path / rel}: sha256 {found[rel]} differs from lineage.json field 'files' "
+                              f"{recorded[rel]} (the file changed after training)")
 
 
 @dataclass(frozen=True)

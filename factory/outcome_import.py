@@ -99,6 +99,27 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
             yield n, row
 
 
+def _readable(path: Path) -> Iterator[tuple[int, dict]]:
+    """`_rows`, with a file that is not text (or not a table) as one line naming it instead of a traceback."""
+    rows = _rows(path)
+    n = 0
+    while True:
+        try:
+            n, row = next(rows)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise MashbillError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}) after row {n}; "
+                                "an outcome table is CSV, JSONL or Parquet") from None
+        except csv.Error as exc:
+            raise MashbillError(f"{path}:{n + 1}: not a readable CSV row ({exc})") from None
+        except Exception as exc:  # pyarrow's ArrowInvalid and friends on a damaged Parquet file
+            if type(exc).__module__.split(".")[0] != "pyarrow":
+                raise
+            raise MashbillError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+        yield n, row
+
+
 def _is_wide(columns: list[str]) -> bool:
     return "model" not in columns and any(c in columns for c in TEXT_COLUMNS)
 
@@ -128,7 +149,7 @@ def import_outcomes(store: Store, paths: Iterable[str | Path], *, models: Iterab
                                           **row}
 
         columns: list[str] | None = None
-        for n, row in _rows(path):
+        for n, row in _readable(path):
             imp.rows_read += 1
             if "__error__" in row:
                 bad(n, "OUT001", row["__error__"])

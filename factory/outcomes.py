@@ -106,6 +106,7 @@ class OutcomeImport:
     rows_read: int = 0
     rows_kept: int = 0
     queries: int = 0
+    rows_new: int = 0  # outcomes not stored before (a re-import of the same file replaces its rows: 0 new)
     problems: list[dict] = field(default_factory=list)  # {"where": "file:row", "code", "detail"}
     import_id: str = ""
 
@@ -117,7 +118,8 @@ class OutcomeImport:
 
     def as_dict(self) -> dict:
         return {"source": self.source, "import_id": self.import_id, "rows_read": self.rows_read,
-                "rows_kept": self.rows_kept, "queries": self.queries, "left_out": self.counts(),
+                "rows_kept": self.rows_kept, "rows_new": self.rows_new, "queries": self.queries,
+                "left_out": self.counts(),
                 "problems": self.problems[:20]}
 
 
@@ -135,6 +137,8 @@ def write_outcomes(store: Store, queries: Sequence[dict], outcomes: Sequence[dic
                     "GROUP BY query_id", [now])
         con.unregister("_q")
         con.register("_o", ot)
+        imp.rows_new = con.execute("SELECT count(*) FROM _o WHERE (query_id, model, source) NOT IN "
+                                   "(SELECT query_id, model, source FROM router_outcomes)").fetchone()[0]
         con.execute("DELETE FROM router_outcomes WHERE (query_id, model, source) IN "
                     "(SELECT query_id, model, source FROM _o)")
         con.execute("INSERT INTO router_outcomes SELECT *, ? FROM _o", [now])

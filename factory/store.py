@@ -124,6 +124,12 @@ def damaged_message(db: Path, exc: BaseException) -> str:
             "it from its shard stores")
 
 
+# DuckDB's own switches for a connection that runs a user's SQL (`mashbill sql`)
+SANDBOX_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+SANDBOX_SETTINGS = ("SET enable_external_access = false", "SET allow_community_extensions = false",
+                    "SET lock_configuration = true")
+
+
 class Store(StoreQueries):
     """A store folder. Open it with `Store.open(path)`; use as a context manager. Named reads: StoreQueries."""
 
@@ -136,7 +142,12 @@ class Store(StoreQueries):
     # ------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, root: str | Path, *, read_only: bool = False, create: bool = True) -> "Store":
+    def open(cls, root: str | Path, *, read_only: bool = False, create: bool = True,
+             sandbox: bool = False) -> "Store":
+        """`sandbox` (read-only only; `mashbill sql`): the connection can read the store's tables and nothing
+        else: no file reads or writes (COPY, read_csv, ATTACH), no extension install or load, settings locked."""
+        if sandbox and not read_only:
+            raise ValueError("a sandboxed store is opened read-only")
         root = Path(root)
         db = root / DB_NAME
         if read_only or not create:
@@ -150,7 +161,7 @@ class Store(StoreQueries):
             if not os.access(root, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
                 raise StoreError(f"store {root} is not writable")
         try:
-            con = duckdb.connect(str(db), read_only=read_only)
+            con = duckdb.connect(str(db), read_only=read_only, config=SANDBOX_CONFIG if sandbox else {})
         except duckdb.IOException as exc:
             msg = str(exc)
             if "lock" in msg.lower():
@@ -163,6 +174,9 @@ class Store(StoreQueries):
         store = cls(root, con, read_only)
         try:
             store._migrate()
+            if sandbox:
+                for setting in SANDBOX_SETTINGS:  # the lock last: nothing after it can undo the others
+                    con.execute(setting)
             if not read_only:
                 # Holding the write lock proves no other process is writing: clear what dead ones left.
                 store.reaped = reap_dead_runs(store)

@@ -1,4 +1,8 @@
-"""Safe YAML loading that remembers the line of every key, so errors can name it."""
+"""Safe YAML loading that remembers the line of every key, so errors can name it.
+
+Hostile input is refused in one line before anything walks it: a file over MAX_BYTES, a recursive alias, or
+aliases that expand to more than MAX_NODES nodes (an alias bomb: nine levels of nine aliases is 9**9 nodes).
+"""
 
 from __future__ import annotations
 
@@ -10,18 +14,26 @@ import yaml
 from mashbill.errors import SpecError
 
 Lines = dict[tuple, int]
+MAX_BYTES = 1 << 20  # a spec names its seeds, prompts and schemas by file; its own YAML is a few KB
+MAX_NODES = 100_000  # nodes after expanding aliases
 
 
 def load_yaml(path: Path) -> tuple[Any, Lines]:
     """Load YAML safely; return the data and a map from field path to 1-based line number."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError(str(path), f"{size} bytes; a spec file is at most {MAX_BYTES} bytes (put data in "
+                                       "the files it references)")
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(str(path), "file not found") from None
     except UnicodeDecodeError as exc:
         raise SpecError(str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)  # aliases share nodes: linear in the text
+        if node is not None:
+            _expanded_size(node, str(path))
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -29,10 +41,40 @@ def load_yaml(path: Path) -> tuple[Any, Lines]:
         raise SpecError(str(path), f"YAML syntax error: {exc.problem or exc}", line=line) from None
     except yaml.YAMLError as exc:
         raise SpecError(str(path), f"YAML error: {exc}") from None
+    except RecursionError:
+        raise SpecError(str(path), "YAML nested too deeply") from None
     lines: Lines = {(): 1}
     if node is not None:
         _walk(node, (), lines, str(path))
     return data, lines
+
+
+def _expanded_size(node: yaml.Node, path: str) -> int:
+    """How many nodes the document holds once every alias is expanded; refuses past MAX_NODES or a cycle."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(n: yaml.Node) -> int:
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise SpecError(path, "recursive YAML alias (an anchor used inside itself)", line=n.start_mark.line + 1)
+        active.add(key)
+        children = ([c for pair in n.value for c in pair] if isinstance(n, yaml.MappingNode)
+                    else n.value if isinstance(n, yaml.SequenceNode) else [])
+        total = 1
+        for c in children:
+            total += size(c)
+            if total > MAX_NODES:
+                raise SpecError(path, f"YAML aliases expand to more than {MAX_NODES} nodes (an alias bomb?); "
+                                      "write the values out or put them in a referenced file",
+                                line=n.start_mark.line + 1)
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(node)
 
 
 def _walk(node: yaml.Node, prefix: tuple, lines: Lines, path: str) -> None:

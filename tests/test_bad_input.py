@@ -131,7 +131,11 @@ def corpus(tmp_path_factory) -> dict:
     # broken tokenizer files, written here rather than tracked (no .gguf in git): text, and a header cut short
     (tmp / "not-a-model.gguf").write_bytes(b"this is not a GGUF file\n")
     (tmp / "truncated.gguf").write_bytes(b"GGUF\x03\x00\x00\x00")
-    return {"tmp": tmp, "spec": spec, "good": good, "truncated": truncated, "flipped": flipped, "lost": lost,
+    huge = tmp / "huge@1.yaml"
+    huge.write_text("description: '" + "x" * (1 << 20) + "'\n", encoding="utf-8")
+    recursive = tmp / "recursive@1.yaml"
+    recursive.write_text("a: &a [1, *a]\nname: recursive\n", encoding="utf-8")
+    return {"huge": huge, "recursive": recursive, "tmp": tmp, "spec": spec, "good": good, "truncated": truncated, "flipped": flipped, "lost": lost,
             "newer": newer, "snaps": snaps, "edited": edited / "tiny" / "tiny-plan@1.yaml", "bumped": bumped,
             "noembed": noembed, "oa": oa}
 
@@ -207,6 +211,14 @@ CASES = [
     ("snapshot-pull-renamed", lambda c: ["snapshot", "pull", "qs@99", "--dir", c["snaps"], "--out",
                                          c["tmp"] / "pulled"], 2,
      ["renamed"], []),
+    # issue 26: the loader walked every alias to record line numbers (2.2 GB after 180 s)
+    ("alias-bomb-check", lambda c: ["spec", "check", BAD / "alias-bomb@1.yaml"], 1,
+     ["FAIL", "alias-bomb@1.yaml", "aliases expand to more than"], []),
+    ("alias-bomb-generate", lambda c: ["generate", BAD / "alias-bomb@1.yaml", "--store", c["tmp"] / "s"], 2,
+     ["alias-bomb@1.yaml", "aliases expand to more than"], []),
+    ("spec-too-big", lambda c: ["spec", "check", c["huge"]], 1, ["huge@1.yaml", "bytes; a spec file is at most"], []),
+    ("recursive-alias", lambda c: ["spec", "check", c["recursive"]], 1, ["recursive@1.yaml", "recursive YAML alias"],
+     []),
     ("base-url-credentials", lambda c: ["generate", c["oa"], "--allow-unlocked", "--store", c["tmp"] / "oa",
                                         "--base-url", f"http://user:sk-SECRET123@127.0.0.1:{_free_port()}/v1"], 2,
      ["cannot reach the teacher server", "http://***@127.0.0.1"], ["sk-SECRET123", "user:"]),
@@ -279,3 +291,24 @@ class _FakeCorpus(dict):
     def __missing__(self, key):
         return Path("/corpus") / key
 
+
+
+@pytest.mark.parametrize("spec", ["missing-tokenizer@1.yaml", "no-such-model"])
+def test_spec_lock_refuses_what_spec_check_refuses(corpus, tmp_path, spec):
+    """Issue 26: `spec lock` locked a spec whose trainer tokenizer does not exist, and generate then ran it."""
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    src = corpus["noembed"] if spec == "no-such-model" else BAD / spec
+    data = yaml.safe_load(src.read_text(encoding="utf-8"))
+    data["prompt"]["file"] = str((src.parent / data["prompt"]["file"]).resolve())
+    data["output_schema"] = str((src.parent / data["output_schema"]).resolve())
+    data["seeds"] = [{"path": str(TINY / "shared" / "seeds.jsonl")}]
+    target = folder / src.name
+    target.write_text(yaml.safe_dump(data), encoding="utf-8")
+    result = CliRunner().invoke(main, ["spec", "lock", str(folder)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 1, result.output
+    assert f"refused {data['name']}@1" in result.output and "trainer_profile.tokenizer" in result.output
+    assert not (folder / LOCK_NAME).exists() or data["name"] not in (folder / LOCK_NAME).read_text()
+    gen = CliRunner().invoke(main, ["generate", str(target), "--store", str(tmp_path / "s"), "--limit", "1"])
+    assert gen.exit_code == 2 and ("no specs.lock" in gen.output or "not in" in gen.output), gen.output

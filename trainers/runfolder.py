@@ -6,6 +6,9 @@
     <run>/adapter/       sft/dpo: a PEFT LoRA adapter; lineage.base_model.path is the base HF folder
     <run>/metrics.json   losses per step, eval metrics
 
+The lineage's `files` maps every file under model/ and adapter/ (the trained weights, their config and
+tokenizer) to its sha256, so that an export can refuse weights changed after training (`weight_hashes`).
+
 The folder is assembled under a temporary name beside its destination and renamed into place when
 complete; a run that dies leaves only `<run>.work/` (its checkpoints, for --resume) and no `<run>/`.
 """
@@ -45,6 +48,18 @@ def versions() -> dict:
     return out
 
 
+WEIGHT_DIRS = ("model", "adapter")
+
+
+def weight_hashes(run: Path) -> dict[str, str]:
+    """sha256 of every file under the run's model/ and adapter/ folders, keyed by its path in the run."""
+    from mashbill.specs.loader import sha256_file
+
+    run = Path(run)
+    return {p.relative_to(run).as_posix(): sha256_file(p)
+            for d in WEIGHT_DIRS if (run / d).is_dir() for p in sorted((run / d).rglob("*")) if p.is_file()}
+
+
 def lineage(*, run_id: str, pf, base, stage: str, profile: dict) -> dict:
     m = pf.manifest
     snap = pf.snapshot_ref
@@ -67,6 +82,7 @@ def write_run(out: Path, *, config_dump: dict, lineage_doc: dict, metrics: dict,
     tmp.mkdir()
     try:
         save_weights(tmp)
+        lineage_doc = {**lineage_doc, "files": weight_hashes(tmp)}
         (tmp / "config.yaml").write_text(yaml.safe_dump(config_dump, sort_keys=False, allow_unicode=True),
                                          encoding="utf-8")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")

@@ -41,10 +41,13 @@ def command(spec, store_path, pairs, limit, threads, base_url, no_progress, as_j
     sigterm_as_interrupt()
     rs = load_spec(find_spec(spec))
     judge = judge_of(rs)
+    if base_url and judge.teacher.backend != "openai":  # as generate refuses it: never ignored without a word
+        raise MashbillError(f"--base-url is for judges with backend 'openai'; the judge of {rs.ref} uses "
+                            f"'{judge.teacher.backend}'")
     with Store.open(store_path) as store:
         kwargs = {"threads": threads or rs.spec.runtime.threads} if judge.teacher.backend == "llama_cpp" else \
             {"runtime": rs.spec.runtime}
-        if base_url and judge.teacher.backend == "openai":
+        if base_url:
             kwargs["base_url"] = base_url
         teacher = make_teacher(judge.teacher, **kwargs)
         try:

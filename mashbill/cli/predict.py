@@ -15,9 +15,17 @@ def read_inputs(arg: str) -> list[str]:
     """A file of inputs (.jsonl rows with "text" or "query", else one per line), or the text itself."""
     p = Path(arg)
     if not p.is_file():
+        if not arg.strip():
+            raise MashbillError("INPUTS is an empty request; give a text or a .txt/.jsonl file of them")
         return [arg]
+    data = p.read_bytes()
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise MashbillError(f"{p}:{line}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     texts = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(content.splitlines(), 1):
         if not line.strip():
             continue
         if p.suffix == ".jsonl":
@@ -28,6 +36,8 @@ def read_inputs(arg: str) -> list[str]:
             text = row.get("text", row.get("query")) if isinstance(row, dict) else None
             if not isinstance(text, str):
                 raise MashbillError(f"{p}:{n}: field 'text' (or 'query'): expected a string")
+            if not text.strip():
+                raise MashbillError(f"{p}:{n}: field 'text' (or 'query'): an empty request")
             texts.append(text)
         else:
             texts.append(line)
@@ -51,11 +61,11 @@ def command(artifact, inputs, threads, as_json):
       mashbill predict ./mashbill-exports/router-onnx "Was ist 7 hoch 5?"
       mashbill predict ./mashbill-exports/planner-gguf/model.q4_k_m.gguf queries.jsonl
     """
-    from mashbill.exporters.manifest import primary_artifact
+    from mashbill.exporters.manifest import verified_artifact
     from mashbill.exporters.predict import load_predictor
 
     texts = read_inputs(inputs)
-    pred = load_predictor(primary_artifact(artifact), threads=threads)
+    pred = load_predictor(verified_artifact(artifact)[0], threads=threads)
     try:
         rows = pred.predict(texts)
         if as_json:

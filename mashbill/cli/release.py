@@ -38,7 +38,9 @@ def command():
 def check(candidates, incumbent, guards, threads, as_json, root):
     """Veto any CANDIDATE that fails a guard the incumbent passes; rank the rest (and the incumbent) by held-out
     accuracy, within 0.5 points by overall accuracy. Writes a release record under DIR/checks/.
-    Exit 0 when a candidate wins, 1 when the incumbent stays.
+    Exit 0 when a candidate wins, 1 when the incumbent stays; the last lines say which and what decided it (a
+    guard, the held-out or the overall accuracies, or a full tie). Every export is re-hashed against its
+    export.json first. Tag only a promoted candidate: `release check ... && release tag NAME CANDIDATE`.
     """
     from mashbill.exporters.release import check as do_check
 
@@ -52,8 +54,8 @@ def check(candidates, incumbent, guards, threads, as_json, root):
         for r in d["ranking"]:
             click.echo(f"{r['name']:<11} held-out {r['heldout_accuracy']:6.2f}  overall {r['overall_accuracy']:6.2f}  "
                       f"{r['artifact']}")
-        click.echo(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"]
-                  + (" (tie within 0.5 points, broken by overall accuracy)" if d["tie_break"] else ""))
+        click.echo(("promote " if d["promote"] else "keep the incumbent ") + d["winner_artifact"])
+        click.echo(f"decided by {d['decided_by']}")
         click.echo(f"release record: {path}")
     sys.exit(EXIT_OK if d["promote"] else EXIT_FINDINGS)
 

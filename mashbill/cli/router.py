@@ -106,7 +106,8 @@ def import_cmd(paths, store_path, models, pass_mark, as_json):
         return
     for r in results:
         left = sum(r.counts().values())
-        out.print(f"{r.source}: {r.rows_read} rows read, {r.rows_kept} outcomes kept, {r.queries} queries"
+        out.print(f"{r.source}: {r.rows_read} rows read, {r.rows_kept} outcomes kept ({r.rows_new} new, "
+                  f"{r.rows_kept - r.rows_new} already stored and replaced), {r.queries} queries"
                   + (f", left out {left} ({', '.join(f'{k} {v}' for k, v in r.counts().items())})" if left else ""))
         _problems(r.problems, 3)
 
@@ -153,7 +154,7 @@ def outcomes(recipe, store_path, name, version, out_dir, as_json, imports, limit
         with Store.open(store_path) as store:
             for r in import_outcomes(store, imports, models=rr.recipe.models or None, pass_mark=rr.recipe.pass_mark):
                 left = sum(r.counts().values())
-                console.print(f"{r.source}: {r.rows_kept} outcomes kept of {r.rows_read} rows"
+                console.print(f"{r.source}: {r.rows_kept} outcomes kept of {r.rows_read} rows ({r.rows_new} new)"
                               + (f", left out {left} ({', '.join(f'{k} {v}' for k, v in r.counts().items())})"
                                  if left else ""))
                 _problems(r.problems, 3)

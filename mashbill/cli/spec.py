@@ -166,7 +166,11 @@ def tokenizer_problem(rs) -> str | None:
 @click.argument("paths", nargs=-1)
 @json_option(help='Print {"locked": [{"spec", "hash", "lock"}], "refused": [spec]} as JSON.')
 def lock(paths, as_json):
-    """Record name@version -> hash for new specs in specs.lock (never overwrites a locked version)."""
+    """Record name@version -> hash for new specs in specs.lock (never overwrites a locked version).
+
+    Refuses (exit 1) a spec that `spec check` fails for another reason than the lock: a trainer profile
+    tokenizer that does not exist.
+    """
     from mashbill.specs import load_spec
     from mashbill.specs.lock import LOCK_NAME, find_lock, read_lock, write_lock
 
@@ -176,6 +180,11 @@ def lock(paths, as_json):
         rs = load_spec(p)
         lock_path = find_lock(rs.path) or Path(root) / LOCK_NAME
         entries = read_lock(lock_path)
+        problem = tokenizer_problem(rs)
+        if problem:
+            say(f"refused {rs.ref} ({p}): {problem}")
+            refused.append(rs.ref)
+            continue
         if rs.ref in entries and entries[rs.ref] != rs.hash:
             say(f"refused spec {rs.ref}: locked with another hash; bump its version instead")
             refused.append(rs.ref)

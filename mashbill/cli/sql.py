@@ -15,6 +15,10 @@ from mashbill.cli._common import echo_json, json_option, out, store_option
 def command(query, store_path, fmt, as_json):
     """Run a read-only SQL query against the store (tables: runs, records, verdicts, teacher_calls, events).
 
+    The query sees the store's tables and nothing else: it cannot write, ATTACH, INSTALL or LOAD extensions,
+    or read or write files (COPY, read_csv, read_parquet, the store's own Parquet exports included);
+    DuckDB's enable_external_access=false, extension autoload/autoinstall off and lock_configuration=true.
+
     \b
     Example:
       mashbill sql "SELECT kind, status, count(*) FROM records GROUP BY ALL ORDER BY ALL"
@@ -24,7 +28,7 @@ def command(query, store_path, fmt, as_json):
     from mashbill.errors import StoreError
     from mashbill.factory.store import Store
 
-    with Store.open(store_path, read_only=True) as store:
+    with Store.open(store_path, read_only=True, sandbox=True) as store:
         try:
             table = store.sql(query)
         except duckdb.Error as exc:

@@ -53,3 +53,50 @@ def test_router_cli_outcomes_transitions_embed(tmp_path):
     assert len(first["embedding"]) == 384 and len(first["correct"]) == 2
     bad = run_cli("router", "transitions", trn, "--version", "2", "--store", store, env=env)
     assert bad.returncode == 2 and "--logs" in bad.stderr
+
+
+def _import(*args):
+    from tests.cli.conftest import invoke
+
+    return invoke("router", "import", *args)
+
+
+def test_a_second_import_of_the_same_file_says_nothing_was_new(tmp_path):
+    """Issue 26: a second `router import` of the same file said "4 outcomes kept" as if new."""
+    from tests.cli.conftest import invoke
+
+    data = tmp_path / "outcomes.csv"
+    data.write_text("prompt,small,large\nWhat is 2+2?,True,True\nName a prime above 10.,False,True\n",
+                    encoding="utf-8")
+    store = tmp_path / "store"
+    first = _import(data, "--store", store, "--json")
+    assert first.exit_code == 0, first.output
+    [r] = json.loads(first.stdout)
+    assert (r["rows_kept"], r["rows_new"]) == (4, 4)
+    again = _import(data, "--store", store)
+    assert again.exit_code == 0 and "4 outcomes kept (0 new, 4 already stored and replaced)" in again.stdout, \
+        again.output
+    data.write_text(data.read_text() + "Capital of Peru?,True,True\n", encoding="utf-8")
+    [r] = json.loads(_import(data, "--store", store, "--json").stdout)
+    assert (r["rows_kept"], r["rows_new"]) == (6, 2)
+    n = json.loads(invoke("sql", "SELECT count(*) AS n FROM router_outcomes", "--store", store, "--json").stdout)
+    assert n == [{"n": 6}]
+
+
+def test_a_binary_csv_is_one_line_and_stores_nothing(tmp_path):
+    """Issue 26: `router import` of a binary CSV was a traceback."""
+    from tests.cli.conftest import error_lines
+
+    data = tmp_path / "outcomes.csv"
+    data.write_bytes(b"prompt,small\n" + bytes(range(256)) * 8)
+    store = tmp_path / "store"
+    res = _import(data, "--store", store)
+    assert res.exit_code == 2 and len(error_lines(res)) == 1 and str(data) in res.stderr, res.output
+    bad_parquet = tmp_path / "outcomes.parquet"
+    bad_parquet.write_bytes(b"PAR1" + b"\x01" * 100)
+    res = _import(bad_parquet, "--store", store)
+    assert res.exit_code == 2 and len(error_lines(res)) == 1 and str(bad_parquet) in res.stderr, res.output
+    from tests.cli.conftest import invoke
+
+    n = json.loads(invoke("sql", "SELECT count(*) AS n FROM router_outcomes", "--store", store, "--json").stdout)
+    assert n == [{"n": 0}]

@@ -29,3 +29,41 @@ def test_sql_is_read_only_and_errors_are_one_line(cli_store):
     assert error_lines(res)[0].startswith("error: SQL error")
     after = json.loads(invoke("sql", "SELECT count(*) AS n FROM records", "--store", cli_store.store, "--json").stdout)
     assert after == [{"n": 26}]  # the DELETE was refused, nothing lost
+
+
+def test_sql_cannot_write_read_files_attach_or_install(cli_store, tmp_path):
+    """Issue 26: `COPY ... TO` replaced the store's own Parquet export, read_csv read any file, INSTALL tried the
+    network. Each is refused in one line (exit 2) and no file is written or changed."""
+    store = cli_store.copy(tmp_path / "store")
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file() and p.suffix != ".duckdb" and ".wal" not in p.name}
+    secret = tmp_path / "secret.csv"
+    secret.write_text("user,password\nroot,hunter2\n", encoding="utf-8")
+    parquet = next(iter(p for p in before if p.suffix == ".parquet"), store / "exports" / "x.parquet")
+    for query, needle in [
+        (f"COPY (SELECT 1 AS a) TO '{parquet}' (FORMAT parquet)", "disabled"),
+        (f"COPY (SELECT 1 AS a) TO '{tmp_path / 'out.csv'}'", "disabled"),
+        (f"SELECT * FROM read_csv('{secret}')", "disabled"),
+        (f"SELECT * FROM read_parquet('{parquet}')", "disabled"),
+        ("INSTALL httpfs", ""),
+        ("LOAD httpfs", ""),
+        (f"ATTACH '{tmp_path / 'other.duckdb'}' AS other", ""),
+        ("SET enable_external_access = true", "locked"),
+        ("SET lock_configuration = false", "locked"),
+    ]:
+        res = invoke("sql", query, "--store", store)
+        assert res.exit_code == 2 and len(error_lines(res)) == 1, (query, res.output)
+        assert needle in error_lines(res)[0], (query, res.output)
+        assert "hunter2" not in res.output
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "other.duckdb").exists()
+    after = {p: p.read_bytes() for p in store.rglob("*") if p.is_file() and p.suffix != ".duckdb" and ".wal" not in p.name}
+    assert after == before
+    ok = invoke("sql", "SELECT count(*) AS n FROM records", "--store", store, "--json")
+    assert json.loads(ok.stdout) == [{"n": 26}]  # the store's own tables still answer
+
+
+def test_sql_help_says_what_it_cannot_do():
+    res = invoke("sql", "--help")
+    text = " ".join(res.stdout.split())
+    for claim in ("cannot write, ATTACH, INSTALL or LOAD extensions", "read or write files",
+                  "enable_external_access=false", "lock_configuration=true"):
+        assert claim in text, claim

@@ -27,6 +27,7 @@ from mashbill.curation.snapshot import freeze
 from mashbill.specs.loader import sha256_file
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
+from mashbill.trainers.runfolder import weight_hashes
 from tests.curation.conftest import SHARED, Lib, add_records
 
 pytest.importorskip("torch")
@@ -60,7 +61,7 @@ def write_lineage(run: Path, method: str, snapshot, base_path: Path, base_sha: s
                "spec_hashes": {f"{s['name']}@{s['version']}": s["hash"] for s in m["specs"]},
                "base_model": {"path": str(base_path), "sha256": base_sha},
                "trainer_profile": m["trainer_profile"], "stage": "test-fixture",
-               "created_at": "2026-01-01T00:00:00Z", "versions": {}}
+               "created_at": "2026-01-01T00:00:00Z", "versions": {}, "files": weight_hashes(run)}
     (run / "lineage.json").write_text(json.dumps(lineage, indent=2), encoding="utf-8")
     (run / "metrics.json").write_text("{}", encoding="utf-8")
 

@@ -48,6 +48,20 @@ def test_within_half_a_point_overall_accuracy_decides_and_the_incumbent_stays_on
     assert two["winner_artifact"] == "d" and [r["name"] for r in two["ranking"]][0] == "candidate0"
 
 
+def test_the_decision_names_the_guard_or_the_score_that_decided():
+    inc = _result("inc", 70.0, 70.0, ["g1", "g2"], [])
+    vetoed = decide(inc, [_result("cand", 99.0, 99.0, ["g1"], ["g2"])])
+    assert vetoed["decided_by"].startswith("guard(s) g2:"), vetoed["decided_by"]
+    won = decide(inc, [_result("cand", 80.0, 81.0, ["g1", "g2"], [])])
+    assert won["decided_by"] == "held-out accuracy 80.00 (candidate0) against 70.00 (incumbent)"
+    lost = decide(inc, [_result("cand", 60.0, 61.0, ["g1", "g2"], [])])
+    assert lost["decided_by"] == "held-out accuracy 70.00 (incumbent) against 60.00 (candidate0)"
+    tie = decide(inc, [_result("cand", 70.3, 69.0, ["g1", "g2"], [])])
+    assert tie["decided_by"].startswith("overall accuracy 70.00 (incumbent) against 69.00 (candidate0)")
+    full = decide(inc, [_result("cand", 70.0, 70.0, ["g1", "g2"], [])])
+    assert full["decided_by"].startswith("a full tie") and not full["promote"]
+
+
 @pytest.mark.parametrize("content, needle", [
     ("heldout: [\n  - {text: a, expect: b\n", "guards.yaml:"),
     ("heldout: [{text: a, expect: b}]\n", "'guards'"),

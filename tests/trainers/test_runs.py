@@ -35,6 +35,8 @@ def _check_folder(run, method, snaps_dir):
     assert lin["spec_hashes"] and all(len(h) == 64 for h in lin["spec_hashes"].values())
     assert len(lin["base_model"]["sha256"]) == 64 and lin["versions"]["torch"] and lin["versions"]["trl"]
     assert {"config.yaml", "metrics.json"} <= {p.name for p in run.iterdir()}
+    weights = "model/model.safetensors" if method == "classify" else "adapter/adapter_model.safetensors"
+    assert lin["files"][weights] == sha256_file(run / weights)  # the chain of hashes reaches the trained weights
     assert not run.with_name(run.name + ".work").exists()  # checkpoints go once the run is complete
     return lin, json.loads((run / "metrics.json").read_text())
 
