@@ -231,6 +231,6 @@ def test_editing_a_shipped_prompt_without_a_bump_fails_check(tmp_path):
     prompt.write_text(prompt.read_text(encoding="utf-8") + "\n# a harmless-looking edit\n", encoding="utf-8")
     proc = run_cli("spec", "check", lib)
     assert proc.returncode == 1
-    failing = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("FAIL")}
+    failing = {line.split()[2] for line in proc.stdout.splitlines() if line.startswith("FAIL spec ")}
     assert {"plan-moe@2", "quickstart-plan@2"} <= failing
     assert "complexity-moe@1" not in failing
