@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "export": "export",
     "release": "release",
     "predict": "predict",
+    "eval": "eval",
     "validate": "validate",
     "merge": "merge",
     "slurm": "slurm",
