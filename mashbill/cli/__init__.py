@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "release": "release",
     "predict": "predict",
     "eval": "eval",
+    "cleanlab": "label_issues",
     "validate": "validate",
     "merge": "merge",
     "slurm": "slurm",

@@ -153,15 +153,3 @@ def test_bad_sets_are_one_line_exit_2_and_nothing_written(cx_onnx, tmp_path, con
     assert why.replace("row 1: ", "") in res.stderr and "bad.jsonl" in res.stderr, res.stderr
     assert sorted(p.name for p in cx_onnx.iterdir()) == before
     assert ((cx_onnx / "eval.json").read_bytes() if stamp is not None else None) == stamp
-
-
-def test_a_classifier_set_on_a_gguf_planner_is_refused_before_the_model_loads(tmp_path):
-    from tests.exporters.conftest import smollm2_gguf
-
-    gguf = smollm2_gguf()
-    path = tmp_path / "labels.jsonl"
-    path.write_text('{"query": "Hi!", "label": "trivial"}\n', encoding="utf-8")
-    res = invoke("eval", gguf, "--on", path, "--on", "yardstick:complexity")
-    assert res.exit_code == 2 and len(error_lines(res)) == 1, res.output
-    assert "a classifier set (gold labels) on a planner" in res.stderr
-    assert not (gguf.parent / "eval.json").exists()
