@@ -7,14 +7,15 @@
    (tests/fixtures/complexity_labels/labels.jsonl), write them as the seeds of a draft complexity spec (the prompt,
    teacher, schema and rule set of complexity-moe@4, the embedded SmolLM2-135M teacher) and run `mashbill generate`
    on it into a store under --work (resumable: rerun the same command after a kill).
-2. train: `mashbill validate`, then three snapshot-like training sets from the same store: (a) every parsed teacher
-   label, (b) what the gate accepts (`Store.usable`, no reject verdict), (c) (b) minus the records cleanlab flags
-   (curation.label_issues: out-of-fold probabilities of MiniLM embeddings + logistic regression). The same recipe
-   (MiniLM mean-pooled embeddings + logistic regression, `mashbill.curation.label_issues.EmbeddingLogReg`) is fitted
-   on each, saved as a run folder, and evaluated with `mashbill eval RUN --on yardstick:complexity` (the report half).
-   Flag precision: on the requests of (b) that are also... none are (the yardstick is excluded), so it is measured by
-   running the same cleanlab pass over the yardstick itself labelled by the teacher (report + tune halves): a flag is
-   right when the yardstick disagrees with the teacher's label.
+2. train: three training sets from that store: (a) every parsed teacher label, (b) what the gate accepts (the
+   spec's schema and complexity rules at generation, then `mashbill validate`: `Store.usable`), (c) (b) minus the records `mashbill cleanlab`
+   flags (curation/label_issues.py: out-of-fold probabilities of MiniLM embeddings + logistic regression, pooled
+   over the queries-dev and yardstick records). One recipe, the same three times: logistic regression (C=10) on
+   normalised MiniLM embeddings, saved as an ONNX classifier (MiniLM's graph + one linear layer, with the
+   mashbill.* metadata), evaluated with `mashbill eval MODEL --on yardstick:complexity` (the report half; the
+   teacher's labels of those requests are in the store, so eval puts them beside the student).
+   Flag precision: the flags on the yardstick's records (both halves, labelled by the same teacher in the same
+   store, never trained on): a flag is right when the yardstick disagrees with the teacher's label.
 
 The LAST line: `all_acc= gated_acc= gated_cleanlab_acc= baseline_acc= teacher_acc= train_rows_all=
 train_rows_gated= flag_precision=`.
@@ -142,6 +143,116 @@ def label(work: Path, threads: int, scale: float) -> None:
                         str(threads), "--allow-unlocked", "--no-progress"], check=True)
 
 
+CLASSES = ["trivial", "moderate", "complex", "memory_recall"]
+C = 10.0  # the one recipe: logistic regression (C=10) on normalised MiniLM embeddings, the same for (a), (b), (c)
+
+
+def linear_student(out: Path, encoder, texts: list[str], labels: list[str]) -> Path:
+    """Fit the recipe and save it as an ONNX classifier `mashbill eval` and `mashbill predict` run: MiniLM's graph
+    (factory.onnx_bert: mean pooling, L2 norm) + MatMul + Add -> logits, the mashbill.* metadata, tokenizer/."""
+    import shutil
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from sklearn.linear_model import LogisticRegression
+
+    from mashbill.curation.label_issues import embed
+
+    x = embed(texts, encoder)
+    y = np.array([CLASSES.index(lab) for lab in labels])
+    model = LogisticRegression(C=C, max_iter=5000).fit(x, y)
+    w = np.zeros((x.shape[1], len(CLASSES)), np.float32)
+    b = np.full(len(CLASSES), -1e4, np.float32)  # a class absent from the training rows is never predicted
+    for j, k in enumerate(model.classes_):
+        w[:, k] = model.coef_[j] if len(model.classes_) > 2 else (model.coef_[0] if j else -model.coef_[0])
+        b[k] = model.intercept_[j] if len(model.classes_) > 2 else (model.intercept_[0] if j else -model.intercept_[0])
+    g = onnx.load(str(encoder.onnx_path))
+    emb = g.graph.output[0].name
+    g.graph.initializer.extend([numpy_helper.from_array(w, "student_w"), numpy_helper.from_array(b, "student_b")])
+    g.graph.node.extend([helper.make_node("MatMul", [emb, "student_w"], ["student_mm"]),
+                         helper.make_node("Add", ["student_mm", "student_b"], ["logits"])])
+    del g.graph.output[:]
+    g.graph.output.extend([helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", len(CLASSES)])])
+    meta = {"mashbill.id2label": json.dumps({i: c for i, c in enumerate(CLASSES)}),
+            "mashbill.max_length": str(encoder.max_len), "mashbill.problem_type": "single_label_classification",
+            "mashbill.lineage": json.dumps({"recipe": f"MiniLM mean-pooled + LogisticRegression(C={C})",
+                                            "train_rows": len(texts), "encoder": encoder.revision})}
+    for k, v in meta.items():
+        g.metadata_props.add(key=k, value=v)
+    out.mkdir(parents=True, exist_ok=True)
+    onnx.save(g, str(out / "model.onnx"))
+    (out / "tokenizer").mkdir(exist_ok=True)
+    shutil.copy(encoder.folder / "tokenizer.json", out / "tokenizer" / "tokenizer.json")
+    return out / "model.onnx"
+
+
+def evaluate(model: Path, store: Path) -> dict:
+    """`mashbill eval MODEL --on yardstick:complexity --store STORE --json` (the report half)."""
+    proc = subprocess.run([*MASHBILL, "eval", str(model), "--on", "yardstick:complexity", "--store", str(store),
+                           "--json"], capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"mashbill eval failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)["sets"]["yardstick:complexity"]
+
+
+def train_and_eval(work: Path, folds: int) -> None:
+    from mashbill.curation.label_issues import flag_store, labelled_records
+    from mashbill.factory.embeddings import Encoder
+    from mashbill.factory.store import Store
+    from mashbill.specs.loader import load_spec
+
+    store_path = work / "store"
+    bench = load_spec(work / "curation-gain-complexity@4.yaml")
+    yard = load_spec(work / "curation-gain-yardstick@4.yaml")
+    gold = {r["query"]: r["label"] for r in yardstick_rows()}
+    # the gate: generation's schema and complexity rules, then `mashbill validate` (spans, duplicates, PII, ...)
+    subprocess.run([*MASHBILL, "validate", str(bench.path), "--store", str(store_path), "-q"], check=True,
+                   stdout=subprocess.DEVNULL)
+    with Store.open(store_path) as store:
+        recs, labels, _ = labelled_records(store, bench)
+        usable = {st.record.id for st in store.usable(bench.hash) if st.usability.usable}
+        requested = len(store.records(bench.hash))
+        flags = flag_store(store, [bench, yard], folds=folds)
+        yrecs, ylabels, _ = labelled_records(store, yard)
+    flagged = set(flags["flagged_ids"])
+    sets = {"all": [(r.input["query"], lab) for r, lab in zip(recs, labels)],
+            "gated": [(r.input["query"], lab) for r, lab in zip(recs, labels) if r.id in usable],
+            "gated_cleanlab": [(r.input["query"], lab) for r, lab in zip(recs, labels)
+                               if r.id in usable and r.id not in flagged]}
+    print(f"store={store_path} requested={requested} parsed={len(recs)} gated={len(sets['gated'])} "
+          f"cleanlab_flags={flags['flagged']} of {flags['records']} pooled ({flags['folds']}-fold), "
+          f"gated_flagged={len(sets['gated']) - len(sets['gated_cleanlab'])}", flush=True)
+    from collections import Counter
+
+    for name, rows in sets.items():
+        print(f"  train {name}: {len(rows)} rows {dict(Counter(lab for _, lab in rows))}", flush=True)
+    # flag precision on the yardstick (both halves): a flag is right when the yardstick disagrees with the teacher
+    ywrong = [r.input["query"] for r, lab in zip(yrecs, ylabels) if gold.get(r.input["query"]) != lab]
+    yflag = [(r.input["query"], lab) for r, lab in zip(yrecs, ylabels) if r.id in flagged]
+    right = sum(gold.get(q) != lab for q, lab in yflag)
+    precision = right / len(yflag) if yflag else float("nan")
+    print(f"yardstick: {len(yrecs)} teacher labels, {len(ywrong)} wrong ({len(ywrong) / max(1, len(yrecs)):.3f}); "
+          f"cleanlab flagged {len(yflag)}, {right} of them wrong labels: precision {precision:.3f}, recall "
+          f"{right / max(1, len(ywrong)):.3f}", flush=True)
+    encoder = Encoder.load(threads=1)
+    acc = {}
+    for name, rows in sets.items():
+        model = linear_student(work / "students" / name, encoder, [q for q, _ in rows], [lab for _, lab in rows])
+        res = evaluate(model, store_path)
+        acc[name] = res["student"]["accuracy"]
+        print(f"  {name}: accuracy {res['student']['accuracy']} macro_f1 {res['student']['macro_f1']} "
+              f"ece {res['student']['ece']} (eval.json in {model.parent})", flush=True)
+    base = res["baselines"]
+    teacher = res["teacher"]
+    print(f"baselines on the report half ({res['rows']} rows): heuristic {base['heuristic']['accuracy']}, "
+          f"majority ({base['majority']['label']}, of the set) {base['majority']['accuracy']}; teacher "
+          f"{teacher.get('accuracy')} on {teacher['rows']} rows", flush=True)
+    print(f"all_acc={acc['all']:.3f} gated_acc={acc['gated']:.3f} gated_cleanlab_acc={acc['gated_cleanlab']:.3f} "
+          f"baseline_acc={base['heuristic']['accuracy']:.3f} teacher_acc={teacher.get('accuracy', float('nan')):.3f} "
+          f"train_rows_all={len(sets['all'])} train_rows_gated={len(sets['gated'])} flag_precision={precision:.3f}")
+
+
 def main() -> None:
     from mashbill.paths import cache_dir
 
@@ -150,11 +261,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--phase", default="all", choices=("label", "train", "all"))
     ap.add_argument("--per-source-scale", type=float, default=1.1)
+    ap.add_argument("--folds", type=int, default=5)
     args = ap.parse_args()
     if args.phase in ("label", "all"):
         label(args.work, args.threads, args.per_source_scale)
     if args.phase in ("train", "all"):
-        from curation_gain_train import train_and_eval  # noqa: F401  (filled in below)
+        train_and_eval(args.work, args.folds)
 
 
 if __name__ == "__main__":

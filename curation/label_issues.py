@@ -5,10 +5,9 @@
 
 The model is the one sentence encoder (`factory.embeddings`: all-MiniLM-L6-v2 through onnxruntime, no GPU) and a
 multinomial logistic regression on its normalised embeddings; `folds`-fold out-of-fold predicted probabilities
-(scikit-learn's `cross_val_predict`, stratified, fixed seed) go to `cleanlab.filter.find_label_issues` (its default
-`prune_by_noise_rate`, ranked by self-confidence). A class with fewer than `folds` examples takes part with fewer
-folds (the fold count is lowered to the smallest class size, at least 2); a set with fewer than two classes has no
-issues to find.
+(stratified folds, fixed seed) go to `cleanlab.filter.find_label_issues` (`prune_by_noise_rate`). A class rarer
+than `folds` is missing from some folds' training rows; there its probability is 0. A set with fewer than two
+classes, or fewer than four rows, has no issues to find.
 
 `flag_store` reads a complexity (or other single-label) spec's records whose output parses to one of the schema's
 classes, accepted or rejected by a rule, and replaces the `label-issues` stage's verdicts on them with one `LBL001`
@@ -68,10 +67,14 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, n_classes: int, folds: int = 5, se
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
-    counts = np.bincount(y, minlength=n_classes)
-    k = int(max(2, min(folds, counts[counts > 0].min())))
+    import warnings
+
+    k = int(max(2, min(folds, len(y))))
     probs = np.zeros((len(y), n_classes))
-    for train, test in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(x, y):
+    with warnings.catch_warnings():  # a class rarer than k: some folds train without it (its column stays 0 there)
+        warnings.simplefilter("ignore", UserWarning)
+        splits = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(x, y))
+    for train, test in splits:
         model = LogisticRegression(max_iter=2000, C=1.0)
         model.fit(x[train], y[train])
         probs[np.ix_(test, model.classes_)] = model.predict_proba(x[test])
