@@ -6,7 +6,8 @@
    source by lowest sha256 of the text (not read first), leaving out every request of the complexity yardstick
    (tests/fixtures/complexity_labels/labels.jsonl), write them as the seeds of a draft complexity spec (the prompt,
    teacher, schema and rule set of complexity-moe@4, the embedded SmolLM2-135M teacher) and run `mashbill generate`
-   on it into a store under --work (resumable: rerun the same command after a kill).
+   on it into a store under --work (resumable: rerun the same command after a kill); the yardstick's requests are
+   labelled the same way beside it (their own store, merged in).
 2. train: three training sets from that store: (a) every parsed teacher label, (b) what the gate accepts (the
    spec's schema and complexity rules at generation, then `mashbill validate`: `Store.usable`), (c) (b) minus the records `mashbill cleanlab`
    flags (curation/label_issues.py: out-of-fold probabilities of MiniLM embeddings + logistic regression, pooled
@@ -132,15 +133,22 @@ def yardstick_rows() -> list[dict]:
 
 
 def label(work: Path, threads: int, scale: float) -> None:
-    """The queries-dev draw, then the yardstick itself (teacher_acc and the flags' precision are measured on it),
-    each as its own draft spec in one resumable store."""
+    """The queries-dev draw and the yardstick itself (teacher_acc and the flags' precision are measured on it), each
+    as its own draft spec, labelled side by side into two resumable stores (`store`, `store-yardstick`), then the
+    yardstick's merged into `store` (`mashbill merge`: merging again is a no-op)."""
     seeds = draw(QDIR, scale)
     yard = [{"query": r["query"], "lang": r["lang"], "type": r["source"]} for r in yardstick_rows()]
-    for name, rows in (("curation-gain-complexity", seeds), ("curation-gain-yardstick", yard)):
+    procs = []
+    for name, rows, store in (("curation-gain-complexity", seeds, "store"),
+                              ("curation-gain-yardstick", yard, "store-yardstick")):
         spec = write_spec(work, rows, name)
-        print(f"{name}: seeds={len(rows)} spec={spec}", flush=True)
-        subprocess.run([*MASHBILL, "generate", str(spec), "--store", str(work / "store"), "--threads",
-                        str(threads), "--allow-unlocked", "--no-progress"], check=True)
+        print(f"{name}: seeds={len(rows)} spec={spec} store={work / store}", flush=True)
+        procs.append(subprocess.Popen([*MASHBILL, "generate", str(spec), "--store", str(work / store), "--threads",
+                                       str(threads), "--allow-unlocked", "--no-progress"]))
+    if any(p.wait() for p in procs):
+        sys.exit("a labelling run failed; rerun the same command to resume it")
+    subprocess.run([*MASHBILL, "merge", str(work / "store"), str(work / "store-yardstick")], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 CLASSES = ["trivial", "moderate", "complex", "memory_recall"]

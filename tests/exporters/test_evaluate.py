@@ -153,3 +153,25 @@ def test_bad_sets_are_one_line_exit_2_and_nothing_written(cx_onnx, tmp_path, con
     assert why.replace("row 1: ", "") in res.stderr and "bad.jsonl" in res.stderr, res.stderr
     assert sorted(p.name for p in cx_onnx.iterdir()) == before
     assert ((cx_onnx / "eval.json").read_bytes() if stamp is not None else None) == stamp
+
+
+def test_release_check_takes_an_eval_set_as_its_held_out(cx_onnx, tmp_path):
+    from mashbill.exporters.eval_sets import load_set
+    from mashbill.exporters.predict import OnnxPredictor
+
+    path, queries, gold, _ = _user_set(tmp_path)
+    args = ["release", "check", cx_onnx / "model.int8.onnx", "--incumbent", cx_onnx / "model.onnx",
+            "--dir", tmp_path / "rel", "--json"]
+    res = invoke(*args, "--eval", path)
+    assert res.exit_code in (0, 1), res.output
+    rec = json.loads(res.stdout)
+    assert rec["eval_sets"] == [{"set": str(path), "sha256": load_set(str(path)).sha256, "rows": 8}]
+    assert rec["guards"]["heldout"] == 8 and rec["guards"]["path"] is None
+    got = [r["label"] for r in OnnxPredictor(cx_onnx / "model.onnx").predict(queries)]
+    want = round(100 * sum(g == p for g, p in zip(gold, got)) / 8, 2)
+    assert rec["incumbent"]["heldout_accuracy"] == want
+    # neither --guards nor --eval, or a bad set: one line, no record
+    for extra in ([], ["--eval", tmp_path / "missing.jsonl"]):
+        bad = invoke(*args, *extra)
+        assert bad.exit_code == 2 and len(error_lines(bad)) == 1, bad.output
+    assert len(list((tmp_path / "rel" / "checks").iterdir())) == 1
