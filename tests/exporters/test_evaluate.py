@@ -99,6 +99,9 @@ def test_eval_of_a_run_folder_on_a_user_set_and_the_yardstick(cx_run, snaps, tmp
     path, queries, gold, teacher_right = _user_set(tmp_path)
     res = invoke("eval", cx_run, "--on", path, "--on", "yardstick:complexity", "--store", snaps.store, "--json")
     assert res.exit_code == 0, res.output
+    printed = json.loads(res.stdout)
+    assert set(printed["sets"]) == {str(path), "yardstick:complexity"}
+    assert not any("predictions" in v for v in printed["sets"].values())
     doc = json.loads((cx_run / "eval.json").read_text())
     assert doc["schema"] == "mashbill.eval/1" and doc["target"]["form"] == "run"
     mine = doc["sets"][str(path)]
@@ -131,6 +134,11 @@ def test_eval_of_the_onnx_export_matches_its_own_predictions(cx_onnx, snaps, tmp
     _check_figures(doc["sets"][str(path)], gold, [r["label"] for r in pred.predict(queries)])
     held = doc["sets"]["snapshot:tcx@1"]
     assert held["source"]["split"] == "test" and held["rows"] == len(Snapshot(snaps.cx, verify(snaps.cx)).rows("test"))
+    # a later eval of one set replaces that set's entry and keeps the others
+    again = invoke("eval", cx_onnx, "--on", path, "--limit", "3", "--store", snaps.store)
+    assert again.exit_code == 0, again.output
+    sets = json.loads((cx_onnx / "eval.json").read_text())["sets"]
+    assert set(sets) == {str(path), "snapshot:tcx@1"} and sets[str(path)]["rows"] == 3
 
 
 @pytest.mark.parametrize("content, why", [
