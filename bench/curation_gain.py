@@ -134,8 +134,8 @@ def yardstick_rows() -> list[dict]:
 
 def label(work: Path, threads: int, scale: float) -> None:
     """The queries-dev draw and the yardstick itself (teacher_acc and the flags' precision are measured on it), each
-    as its own draft spec, labelled side by side into two resumable stores (`store`, `store-yardstick`), then the
-    yardstick's merged into `store` (`mashbill merge`: merging again is a no-op)."""
+    as its own draft spec, labelled side by side into two resumable stores (`store`, `store-yardstick`; the
+    train phase merges the second into the first)."""
     seeds = draw(QDIR, scale)
     yard = [{"query": r["query"], "lang": r["lang"], "type": r["source"]} for r in yardstick_rows()]
     procs = []
@@ -147,8 +147,6 @@ def label(work: Path, threads: int, scale: float) -> None:
                                        str(threads), "--allow-unlocked", "--no-progress"]))
     if any(p.wait() for p in procs):
         sys.exit("a labelling run failed; rerun the same command to resume it")
-    subprocess.run([*MASHBILL, "merge", str(work / "store"), str(work / "store-yardstick")], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 CLASSES = ["trivial", "moderate", "complex", "memory_recall"]
@@ -214,6 +212,9 @@ def train_and_eval(work: Path, folds: int) -> None:
     bench = load_spec(work / "curation-gain-complexity@4.yaml")
     yard = load_spec(work / "curation-gain-yardstick@4.yaml")
     gold = {r["query"]: r["label"] for r in yardstick_rows()}
+    if (work / "store-yardstick").is_dir():  # merging again is a no-op
+        subprocess.run([*MASHBILL, "merge", str(store_path), str(work / "store-yardstick")], check=True,
+                       stdout=subprocess.DEVNULL)
     # the gate: generation's schema and complexity rules, then `mashbill validate` (spans, duplicates, PII, ...)
     subprocess.run([*MASHBILL, "validate", str(bench.path), "--store", str(store_path), "-q"], check=True,
                    stdout=subprocess.DEVNULL)
