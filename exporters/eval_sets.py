@@ -104,7 +104,7 @@ def _snapshot(ref: str, store, want: str | None) -> EvalSet:
     if kind == "plan" and want == "planner":
         queries, gold = [], []
         for r in rows:
-            if r.get("row_kind") not in (None, "sample") or not r.get("completion"):
+            if r.get("row_kind") not in (None, "sft") or r.get("copy") or not r.get("completion"):
                 continue
             try:
                 plan = json.loads(r["completion"])

@@ -63,3 +63,23 @@ def test_eval_of_a_gguf_planner_on_gold_plan_facts(planner, plan_snapshot, tmp_p
     cats = [plan_facts(o)["categories"] == r["plan"]["categories"] for o, r in zip(outputs, rows)]
     assert st["categories_right"] == sum(cats) / 2 and st["categories_n"] == 2 and st["tool_n"] == 2
     # the reverse of the refusal test: a planner set on a classifier is refused in tests/exporters/test_evaluate.py
+
+
+def test_a_plan_snapshot_gives_a_planner_its_plans_facts(planner, plan_snapshot):  # noqa: F811
+    from mashbill.exporters.eval_metrics import plan_facts
+    from mashbill.exporters.eval_sets import load_set
+
+    gguf, _ = planner
+    store = plan_snapshot.path.parent.parent
+    s = load_set("snapshot:plans@1:eval", store=store, want="planner")
+    rows = [r for r in Snapshot(plan_snapshot.path, verify(plan_snapshot.path)).rows("eval")
+            if r.get("row_kind") in (None, "sft") and not r.get("copy")]
+    assert s.kind == "planner" and rows and s.queries == [r["query"] for r in rows]
+    assert s.gold == [plan_facts(json.loads(r["completion"])) for r in rows]
+    # the same snapshot read for a classifier: its category sets
+    c = load_set("snapshot:plans@1:eval", store=store, want="classifier")
+    assert c.kind == "classifier" and c.multi_label and len(c) >= 1
+    res = invoke("eval", gguf, "--on", "snapshot:plans@1:eval", "--limit", "1", "--max-tokens", "64",
+                 "--store", store)
+    assert res.exit_code == 0, res.output
+    assert json.loads((gguf.parent / "eval.json").read_text())["sets"]["snapshot:plans@1:eval"]["rows"] == 1
