@@ -167,9 +167,34 @@ def _decided_by(winner, eligible, close, vetoed) -> str:
             f"({rival[0]})")
 
 
-def check(candidates: list[Path], incumbent: Path, guards: Path, *, root: Path = DEFAULT_ROOT,
-          threads: int = 1) -> tuple[Path, dict]:
-    items = load_guards(guards)
+def eval_items(refs) -> tuple[list[Item], list[dict]]:
+    """Held-out items from `mashbill eval` sets (exporters/eval_sets.py): a classifier set's gold labels, a planner
+    set's gold categories (rows without them are skipped); ids SET#ROW."""
+    from mashbill.exporters.eval_sets import load_set
+
+    items, info = [], []
+    for ref in refs:
+        s = load_set(ref)
+        n = 0
+        for i, (q, g) in enumerate(zip(s.queries, s.gold), 1):
+            expect = sorted(g["categories"]) if s.kind == "planner" and "categories" in g else g
+            if isinstance(expect, dict):
+                continue
+            items.append(Item(f"{ref}#{i}", q, expect, False))
+            n += 1
+        if not n:
+            raise ReleaseError(f"{ref}: no row with a gold label or gold categories")
+        info.append({"set": ref, "sha256": s.sha256, "rows": n})
+    return items, info
+
+
+def check(candidates: list[Path], incumbent: Path, guards: Path | None, *, root: Path = DEFAULT_ROOT,
+          threads: int = 1, eval_sets: tuple[str, ...] = ()) -> tuple[Path, dict]:
+    if guards is None and not eval_sets:
+        raise ReleaseError("release check needs --guards FILE, --eval SET, or both")
+    items = load_guards(guards) if guards is not None else []
+    extra, eval_info = eval_items(eval_sets)
+    items += extra
     cand_paths = [mf.verified_artifact(c)[0] for c in candidates]  # every export re-hashed before it answers
     inc_path = mf.verified_artifact(incumbent)[0]
     inc = evaluate(inc_path, items, threads=threads)
@@ -177,8 +202,10 @@ def check(candidates: list[Path], incumbent: Path, guards: Path, *, root: Path =
     decision = decide(inc, cands)
     now = datetime.now(timezone.utc)
     record = {"format": "mashbill.release-check/1", "checked_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "guards": {"path": str(Path(guards).resolve()), "sha256": sha256_file(Path(guards)),
+              "guards": {"path": str(Path(guards).resolve()) if guards else None,
+                         "sha256": sha256_file(Path(guards)) if guards else None,
                          "heldout": sum(not i.guard for i in items), "guards": sum(i.guard for i in items)},
+              "eval_sets": eval_info,
               "rule": f"veto a candidate failing any guard the incumbent passes; rank by held-out accuracy; "
                       f"within {TIE_POINTS} points by overall accuracy; the incumbent stays on a full tie",
               "incumbent": inc, "candidates": cands, "decision": decision}

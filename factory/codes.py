@@ -120,6 +120,7 @@ _TABLE = [
     ("VOTE001", "flag", "factory", "vote: the samples tie, or the majority's share is below samples.min_agreement (for a reviewer)"),
     ("JUDGE001", "reject", "factory", "the judge's answer does not parse (stored as failed, asked again next run)"),
     ("JUDGE010", "penalty", "judge", "the judge's score is below the spec's threshold (default code; severity from the spec)"),
+    ("LBL001", "flag", "curation", "cleanlab finds the label suspect: out-of-fold probabilities of a MiniLM + logistic regression model (`mashbill cleanlab`)"),
     ("BAL001", "reject", "curation", "left out of a snapshot by a balancing quota"),
     ("OUT001", "reject", "factory", "outcome row: a correctness or score value that is not one, or no model"),
     ("OUT002", "reject", "factory", "outcome row: a model outside the spec's or import's model list"),

@@ -2,6 +2,7 @@
 
     all               every record of the spec that has teacher output (accepted or rejected)
     flagged           records with any finding: a reject, penalty or flag verdict
+    label-issues      records cleanlab finds suspect (an LBL001 flag from `mashbill cleanlab`)
     low-confidence    records whose confidence is below 0.85 (or `low-confidence:T`), lowest first
     random:N          a fixed pseudo-random sample of N records that could be trained (the same N for the same
                       spec; a larger N extends the smaller sample, so re-pushing never reshuffles what reviewers
@@ -27,11 +28,11 @@ from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec
 
 LOW_CONFIDENCE = 0.85
-SELECT_HELP = "flagged | low-confidence[:T] | random:N | all"
+SELECT_HELP = "flagged | label-issues | low-confidence[:T] | random:N | all"
 
 
 def parse_selection(text: str) -> tuple[str, float | int | None]:
-    m = re.fullmatch(r"(all|flagged)|low-confidence(?::(0?\.\d+|1(?:\.0*)?|0))?|random:(\d+)", text.strip())
+    m = re.fullmatch(r"(all|flagged|label-issues)|low-confidence(?::(0?\.\d+|1(?:\.0*)?|0))?|random:(\d+)", text.strip())
     if not m:
         raise ReviewError(f"--select: expected {SELECT_HELP}, found {text!r}")
     if m.group(1):
@@ -87,6 +88,10 @@ def select(items: list[ReviewItem], mode: str, arg=None, seed: int = 0) -> list[
         return list(items)
     if mode == "flagged":
         return [i for i in items if i.verdicts]
+    if mode == "label-issues":
+        from mashbill.curation.label_issues import CODE
+
+        return [i for i in items if any(v.code == CODE for v in i.verdicts)]
     if mode == "low-confidence":
         threshold = LOW_CONFIDENCE if arg is None else float(arg)
         return sorted((i for i in items if i.confidence < threshold), key=lambda i: (i.confidence, i.record.id))

@@ -26,6 +26,8 @@ SUBCOMMANDS = {
     "export": "export",
     "release": "release",
     "predict": "predict",
+    "eval": "eval",
+    "cleanlab": "label_issues",
     "validate": "validate",
     "merge": "merge",
     "slurm": "slurm",

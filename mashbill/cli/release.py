@@ -30,12 +30,15 @@ def command():
 @command.command()
 @click.argument("candidates", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--incumbent", required=True, type=click.Path(path_type=Path), help="The artifact in production.")
-@click.option("--guards", "guards", required=True, type=click.Path(path_type=Path),
+@click.option("--guards", "guards", type=click.Path(path_type=Path),
               help="YAML with 'heldout' and 'guards' lists of {id, text, expect}.")
+@click.option("--eval", "eval_sets", multiple=True,
+              help="A labelled set of `mashbill eval` (a .jsonl file, snapshot:FOLDER[:SPLIT], "
+                   "yardstick:complexity[:HALF]) as held-out items, instead of or beside --guards. Repeatable.")
 @click.option("--threads", default=1, show_default=True)
 @json_option(help="Print the release record as JSON.")
 @_root
-def check(candidates, incumbent, guards, threads, as_json, root):
+def check(candidates, incumbent, guards, eval_sets, threads, as_json, root):
     """Veto any CANDIDATE that fails a guard the incumbent passes; rank the rest (and the incumbent) by held-out
     accuracy, within 0.5 points by overall accuracy. Writes a release record under DIR/checks/.
     Exit 0 when a candidate wins, 1 when the incumbent stays; the last lines say which and what decided it (a
@@ -44,7 +47,7 @@ def check(candidates, incumbent, guards, threads, as_json, root):
     """
     from mashbill.exporters.release import check as do_check
 
-    path, rec = do_check(list(candidates), incumbent, guards, root=root, threads=threads)
+    path, rec = do_check(list(candidates), incumbent, guards, root=root, threads=threads, eval_sets=eval_sets)
     d = rec["decision"]
     if as_json:
         echo_json(rec)

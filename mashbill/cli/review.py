@@ -133,7 +133,7 @@ def _connect(home, workspace, api_url, api_key, serve: bool = False, port: int |
 @command.command()
 @click.argument("spec")
 @click.option("--select", "selection", default="flagged", show_default=True,
-              help="flagged | low-confidence[:T] | random:N | all")
+              help="flagged | label-issues | low-confidence[:T] | random:N | all")
 @click.option("--min-submitted", type=int, default=1, show_default=True,
               help="Reviewers per record before Argilla counts it complete (for a new dataset).")
 @click.option("--serve", is_flag=True,

@@ -47,7 +47,7 @@ LEAVES = dict(_leaves())
 def test_every_command_is_listed_and_loads():
     top = {name.split()[0] for name in LEAVES}
     assert top == {"generate", "validate", "snapshot", "review", "report", "dump", "sql", "merge", "spec", "codes",
-                   "router", "judge", "train", "export", "release", "predict", "slurm", "quickstart"}
+                   "router", "judge", "train", "export", "release", "predict", "slurm", "quickstart", "eval", "cleanlab"}
     # tests mirror the tree: one test file (at least) per command module
     for name in top:
         assert list((ROOT / "tests" / "cli").glob(f"test_{name}*.py")), f"no tests/cli/test_{name}*.py"

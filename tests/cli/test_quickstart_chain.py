@@ -2,9 +2,9 @@
 as a user runs it (the real CLI in a subprocess, in the folder the quick start ran in, on its store).
 
 snapshot -> train classify / sft / dpo (on the quick start's preference snapshot) -> export onnx (INT8,
-parity) -> export gguf (F16, Q8_0, Q4_K_M, verification) -> release check && tag -> verify, the release lines run
-through bash exactly as the README writes them, once for each outcome (promote and tag, or keep the incumbent and
-tag nothing) -> tamper -> verify fails.
+parity) -> export gguf (F16, Q8_0, Q4_K_M, verification) -> eval (run, ONNX, GGUF) -> release check && tag -> verify,
+the release lines run through bash exactly as the README writes them, once for each outcome (promote and tag, or
+keep the incumbent and tag nothing) -> tamper -> verify fails.
 """
 
 from __future__ import annotations
@@ -175,6 +175,19 @@ def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
     # the quick start's plan snapshot is tiny (all in train): the report says which split it verified on
     assert set(verify["files"]) == {"f16", "q8_0", "q4_k_m"} and verify["rows"] >= 1
     assert verify["held_out"] == (verify["split"] != "train")
+
+    # eval (docs/eval.md): the classify run, its ONNX export and the GGUF export on labelled sets
+    for target in ("./mashbill-runs/quickstart-classify", "./mashbill-exports/quickstart-classify-onnx"):
+        _ok(run_cli("eval", target, "--on", "yardstick:complexity", cwd=cwd, timeout=900), f"eval {target}")
+        doc = json.loads((cwd / target / "eval.json").read_text(encoding="utf-8"))
+        res = doc["sets"]["yardstick:complexity"]
+        assert res["rows"] >= 100 and 0 <= res["student"]["accuracy"] <= 1 and "heuristic" in res["baselines"]
+    (cwd / "plans.jsonl").write_text(json.dumps({"query": "What is 17 times 23?", "plan": {
+        "categories": ["precision_tools"], "tool": "calculate"}}) + "\n", encoding="utf-8")
+    _ok(run_cli("eval", "./mashbill-exports/quickstart-sft-gguf", "--on", "plans.jsonl", "--max-tokens", "96",
+                cwd=cwd, timeout=1800), "eval gguf")
+    st = json.loads((gguf / "eval.json").read_text(encoding="utf-8"))["sets"]["plans.jsonl"]["student"]
+    assert st["n"] == 1 and st["rules"] and "categories_right" in st
 
     # release: INT8 (candidate) against fp32 (incumbent) on the shipped example guard file, the README's lines
     # as written; then, from that check's answers, a guard file that forces the other outcome
