@@ -64,6 +64,8 @@ def test_unknown_sets_and_targets(gguf, tmp_path):
 def test_a_planner_run_folder_is_sent_to_its_gguf_export(tmp_path):
     import json
 
+    from mashbill.trainers.runfolder import weight_hashes
+
     run, base = tmp_path / "sft-run", tmp_path / "base"
     (run / "adapter").mkdir(parents=True)
     base.mkdir()
@@ -71,7 +73,7 @@ def test_a_planner_run_folder_is_sent_to_its_gguf_export(tmp_path):
     (run / "adapter" / "adapter_config.json").write_text("{}", encoding="utf-8")
     (run / "lineage.json").write_text(json.dumps({
         "schema": "mashbill.lineage/1", "run_id": "r1", "method": "sft", "config_sha256": "0" * 64,
-        "snapshot": {"name": "s", "version": "1", "id": "x"}, "spec_hashes": {}, "base_model": {"path": str(base)}}),
-        encoding="utf-8")
+        "snapshot": {"name": "s", "version": "1", "id": "x"}, "spec_hashes": {}, "base_model": {"path": str(base)},
+        "files": weight_hashes(run)}), encoding="utf-8")
     _refused(invoke("eval", run, "--on", "yardstick:complexity"), "an sft run (a planner): evaluate its GGUF export")
     assert not (run / "eval.json").exists()
