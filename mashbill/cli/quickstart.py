@@ -12,10 +12,12 @@ from mashbill.errors import MashbillError
 QUICKSTART_SPECS = ("quickstart-complexity", "quickstart-plan")
 
 
-@click.command()
+@click.command(short_help="Make a small dataset with the embedded teacher: generate, validate and freeze the "
+                          "quick-start specs.")
 @store_option
-@click.option("--threads", type=click.IntRange(min=1), help="CPU threads for the teacher (default: all cores).")
-@click.option("--no-progress", is_flag=True)
+@click.option("--threads", type=click.IntRange(min=1),
+              help="CPU threads for the teacher [default: the cores free now: affinity less load].")
+@click.option("--no-progress", is_flag=True, help="No progress bar or progress lines (for logs).")
 @json_option(help='Print {"store", "runs", "validated", "snapshots", "report", "records"} as JSON.')
 def command(store_path, threads, no_progress, as_json):
     """Generate the quick-start specs (English and German; complexity labels and plans) with the

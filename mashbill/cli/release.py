@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, echo_json, json_option
+from mashbill.cli._common import Group, EXIT_FINDINGS, EXIT_OK, echo_json, json_option
 
 def _root(f):
     return click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path),
@@ -15,7 +15,7 @@ def _root(f):
                         help="Release folder (tags/ and checks/).")(f)
 
 
-@click.group()
+@click.group(cls=Group)
 def command():
     """Decide, tag and verify releases of exported students.
 
@@ -32,7 +32,8 @@ def command():
 @click.option("--incumbent", required=True, type=click.Path(path_type=Path), help="The artifact in production.")
 @click.option("--guards", "guards", required=True, type=click.Path(path_type=Path),
               help="YAML with 'heldout' and 'guards' lists of {id, text, expect}.")
-@click.option("--threads", default=1, show_default=True)
+@click.option("--threads", default=1, show_default=True,
+              help="CPU threads per artifact while scoring the guards and held-out rows.")
 @json_option(help="Print the release record as JSON.")
 @_root
 def check(candidates, incumbent, guards, threads, as_json, root):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import EXIT_FINDINGS, console, echo_json, json_option, out, store_option
+from mashbill.cli._common import Group, EXIT_FINDINGS, console, echo_json, json_option, out, store_option
 
 
 def _root(store_path: Path, snapshots_dir: Path | None) -> Path:
@@ -24,7 +24,7 @@ def exit_on_findings(altered: bool) -> None:
         raise SystemExit(EXIT_FINDINGS)  # an altered or unreadable snapshot is a finding, like release verify
 
 
-@click.group()
+@click.group(cls=Group)
 def command():
     """Immutable, verifiable snapshots of validated (and reviewed) records, for trainers.
 
@@ -245,11 +245,13 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir, as_json):
                    "written": written})
 
 
-@command.command()
+@command.command(short_help="Teacher samples for a preference SPEC, so the next freeze can pair a passing plan "
+                             "with a failing one.")
 @click.argument("spec")
 @store_option
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N seed queries.")
-@click.option("--threads", type=click.IntRange(min=1))
+@click.option("--threads", type=click.IntRange(min=1),
+              help="CPU threads for an embedded teacher [default: the cores free now: affinity less load].")
 @json_option(help='Print {"spec", "run_id", "queries", "samples", "passing", "failing"} as JSON.')
 def sample(spec, store_path, limit, threads, as_json):
     """Teacher samples for a preference SPEC: samples_per_query plans per query (one seed each), stored and
