@@ -226,6 +226,13 @@ class RunProgress:
                              fail=summary.failed)
 
 
+def code_counts(records: dict[str, int], verdicts: dict[str, int] | None = None) -> str:
+    """`PLAN003 5, PLAN011 1 (2 verdicts)`: records per code, with the verdicts where a record carries several."""
+    verdicts = verdicts or {}
+    return ", ".join(f"{c} {n}" + (f" ({verdicts[c]} verdicts)" if verdicts.get(c, n) != n else "")
+                     for c, n in records.items())
+
+
 def print_summary(summary) -> None:
     d = summary.as_dict()
     table = Table(title=f"{d['spec']}  run {d['run_id']}  ({d['status']})", show_header=False)
@@ -233,8 +240,9 @@ def print_summary(summary) -> None:
     table.add_row("records (selected / already done / requested)",
                   f"{d['selected']} / {d['skipped']} / {d['requested']}")
     table.add_row("accepted", str(d["accepted"]))
-    table.add_row("rejected", str(d["rejected"]) + (
-        "  (" + ", ".join(f"{k}: {v}" for k, v in d["reject_codes"].items()) + ")" if d["reject_codes"] else ""))
+    table.add_row("rejected records", str(d["rejected"]))
+    if d["reject_codes"]:
+        table.add_row("  records per reject code", code_counts(d["reject_codes"], d.get("reject_verdicts")))
     table.add_row("failed (retried on the next run)", str(d["failed"]))
     table.add_row("tokens in (of which prefix-cached) / out", f"{d['tokens_in']} ({d['tokens_cached']}) / {d['tokens_out']}")
     table.add_row("teacher seconds / wall seconds", f"{d['teacher_s']:.1f} / {d['wall_s']:.1f}")

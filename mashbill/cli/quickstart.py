@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import echo_json, json_option, out, print_summary, sigterm_as_interrupt, store_option
+from mashbill.cli._common import (code_counts, echo_json, json_option, out, print_summary, sigterm_as_interrupt,
+                                  store_option)
 from mashbill.errors import MashbillError
 
 QUICKSTART_SPECS = ("quickstart-complexity", "quickstart-plan")
@@ -80,7 +81,8 @@ def command(store_path, threads, no_progress, as_json):
 
 def _validate(specs, store_path, say) -> dict:
     """Validate what was generated (rules, token spans, dedup, PII, expectations); snapshots need it. Returns
-    {spec: {"records", "rejects": {code: n}}} (or {"error"})."""
+    {spec: {"records", "rejected_records", "rejects": {code: records}, "reject_verdicts": {code: verdicts}}}
+    (or {"error"})."""
     from mashbill.factory.store import Store
     from mashbill.specs import load_spec
     from mashbill.validators.errors import ValidationInputError
@@ -97,8 +99,12 @@ def _validate(specs, store_path, say) -> dict:
                 found[rs.ref] = {"error": str(exc)}
                 continue
             d = report.to_dict()
-            rejects = {c: n for c, n in d["counts"].items() if d["severity"].get(c) == "reject"}
-            found[rs.ref] = {"records": d["records"], "rejects": rejects}
+            # records per code (a record with two verdicts of one code counts once), verdicts beside them
+            rejects = {c: n for c, n in d["records_by_code"].items() if d["severity"].get(c) == "reject"}
+            verdicts = {c: d["counts"][c] for c in rejects}
+            found[rs.ref] = {"records": d["records"], "rejected_records": d["rejected_records"], "rejects": rejects,
+                             "reject_verdicts": verdicts}
             say(f"validated {d['records']} accepted record(s) of {rs.ref}: "
-                + (", ".join(f"{c} {n}" for c, n in sorted(rejects.items())) or "no rejects"))
+                + (f"{d['rejected_records']} rejected; records per code: {code_counts(rejects, verdicts)}"
+                   if rejects else "no rejects"))
     return found
