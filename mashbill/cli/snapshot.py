@@ -202,7 +202,8 @@ def diff(a, b, store_path, snapshots_dir, as_json):
 @store_option
 @dir_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write one JSONL file per split here (train.jsonl, eval.jsonl, test.jsonl).")
+              help="Write one JSONL file per split here (train.jsonl, eval.jsonl, test.jsonl), the training "
+                   "template, and the TRL config arguments (sft_config.json or dpo_config.json).")
 @json_option(help='Print {"splits": {SPLIT: {"rows", "columns"}}, "written": [files]} as JSON.')
 def pull(ref, fmt, store_path, snapshots_dir, out_dir, as_json):
     """Verify REF, then load it in a trainer's format (TRL conversational, prompt/completion, preference,
@@ -236,6 +237,16 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir, as_json):
             (out_dir / "chat_template.jinja").write_text(dd.chat_template, encoding="utf-8")
             written.append(str(out_dir / "chat_template.jinja"))
             say(f"wrote {out_dir}/chat_template.jinja (the snapshot's training template)")
+        from mashbill.curation.pull import SETTINGS_FILES, trl_settings
+
+        template = out_dir / "chat_template.jinja" if getattr(dd, "chat_template", None) else None
+        settings = trl_settings(getattr(dd, "manifest", {}) or {}, fmt, template)
+        if settings is not None:
+            target = out_dir / SETTINGS_FILES[fmt]
+            target.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+            written.append(str(target))
+            say(f"wrote {target} (TRL {'DPOConfig' if fmt == 'preference' else 'SFTConfig'} arguments: "
+                f"max_length {settings['max_length']}, loss, template)")
         if getattr(dd, "label_info", None):
             (out_dir / "labels.json").write_text(json.dumps(dd.label_info, indent=2), encoding="utf-8")
             written.append(str(out_dir / "labels.json"))
