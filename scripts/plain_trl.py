@@ -34,7 +34,8 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(a.base_model)
     lora = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", task_type="CAUSAL_LM")
     common = dict(output_dir=str(a.out), max_steps=a.max_steps, per_device_train_batch_size=1, report_to=[],
-                  gradient_checkpointing=True, save_strategy="no", logging_steps=1,
+                  gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False},
+                  save_strategy="no", logging_steps=1,
                   use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available())
     if dpo:
         from trl import DPOConfig, DPOTrainer
