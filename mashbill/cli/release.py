@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import Group, EXIT_FINDINGS, EXIT_OK, echo_json, json_option
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, Group, echo_json, json_option
 
 def _root(f):
     return click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path),

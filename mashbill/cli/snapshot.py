@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import Group, EXIT_FINDINGS, console, echo_json, json_option, out, store_option
+from mashbill.cli._common import EXIT_FINDINGS, Group, console, echo_json, json_option, out, store_option
 
 
 def _root(store_path: Path, snapshots_dir: Path | None) -> Path:

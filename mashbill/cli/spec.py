@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from mashbill.cli._common import Group, EXIT_FINDINGS, EXIT_OK, echo_json, json_option, out
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, Group, echo_json, json_option, out
 from mashbill.errors import MashbillError, SpecError
 
 

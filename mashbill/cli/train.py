@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import Group, EXIT_FINDINGS, console, echo_json, json_option, out, store_option
+from mashbill.cli._common import EXIT_FINDINGS, Group, console, echo_json, json_option, out, store_option
 
 STAGE_HELP = ("Ladder stage: config | forward | batch | steps:N | epoch | full. Cheaper stages that have not "
               "passed for this config and snapshot run first.")
