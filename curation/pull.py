@@ -164,6 +164,31 @@ def load_snapshot(ref: str | Path, format: str = "messages", *, root: str | Path
     return dd
 
 
+SETTINGS_FILES = {"messages": "sft_config.json", "prompt-completion": "sft_config.json",
+                  "preference": "dpo_config.json"}
+
+
+def trl_settings(manifest: dict, format: str, template_path: Path | None = None) -> dict | None:
+    """What TRL's SFTConfig (messages, prompt-completion) or DPOConfig (preference) needs from the snapshot, as
+    keyword arguments: `max_length` from the profile's max_seq_len (TRL's default of 1024 silently drops the
+    target of a longer row), the truncation side, the loss (assistant-only on messages, with the training
+    template's generation markers; completion-only on prompt-completion) and, for SFT, `chat_template_path`.
+    The same values `mashbill train` passes (trainers/sft.py, dpo.py). None for a format TRL has no config for,
+    or a snapshot whose profile names no max_seq_len."""
+    profile = manifest.get("trainer_profile") or {}
+    if format not in SETTINGS_FILES or not profile.get("max_seq_len"):
+        return None
+    kw: dict = {"max_length": int(profile["max_seq_len"]),
+                "truncation_mode": "keep_end" if profile.get("truncation_side") == "left" else "keep_start"}
+    if format == "messages":
+        kw["assistant_only_loss"] = profile.get("loss") in ("assistant-only", "last-turn")
+    elif format == "prompt-completion":
+        kw["completion_only_loss"] = True
+    if format != "preference" and template_path is not None:
+        kw["chat_template_path"] = str(Path(template_path).resolve())
+    return kw
+
+
 def label_info(manifest: dict, occurring=()) -> dict:
     """id2label/label2id/problem_type for a classifier: the manifest's class names (from the spec), then any
     label that occurred outside them (sorted, so ids stay stable). Snapshots frozen before the manifest

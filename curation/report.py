@@ -324,7 +324,12 @@ def build_report(target: str | Path, out: str | Path | None = None, *, snapshots
 def summary_lines(d: dict) -> list[str]:
     out = [d["title"]]
     out += [f"  {k}: {v}" for k, v in d["summary"].items()]
-    if d.get("verdicts"):
+    if d.get("verdict_records"):  # a store: records per code, verdicts beside where they differ
+        top = sorted(d["verdict_records"].items(), key=lambda kv: -kv[1])[:5]
+        verdicts = d.get("verdicts") or {}
+        out.append("  top verdict codes (records): " + ", ".join(
+            f"{c} {n}" + (f" ({verdicts[c]} verdicts)" if verdicts.get(c, n) != n else "") for c, n in top))
+    elif d.get("verdicts"):
         top = sorted(d["verdicts"].items(), key=lambda kv: -kv[1])[:5]
         out.append("  top verdict codes: " + ", ".join(f"{c} {n}" for c, n in top))
     if d.get("tokens"):

@@ -89,6 +89,7 @@ def from_store(path: Path) -> dict:
 
         synthesis, judge = synthesis_figures(store), judge_figures(store)
         verdicts = store.verdict_counts()
+        verdict_records = store.verdict_record_counts()
         examples = store.verdict_examples()
     tokens, max_len, tokenizer, sampled = [], None, None, False
     from mashbill.curation.tokens import token_lengths
@@ -113,7 +114,8 @@ def from_store(path: Path) -> dict:
         "dims": dims_used or [], "labels": cells, "languages": langs,
         "tokens": ({"values": tokens, "max_seq_len": max_len, "tokenizer": tokenizer, "sampled": sampled}
                    if tokens else None),
-        "verdicts": verdicts, "rejects": None, "below_quota": {}, "accept_rate": series["accept_rate"],
+        "verdicts": verdicts, "verdict_records": verdict_records, "rejects": None, "below_quota": {},
+        "accept_rate": series["accept_rate"],
         "latency": series["latency"], "review": series["review"], "preference": None,
         "synthesis": synthesis, "judge": judge, "examples": examples,
     }

@@ -54,7 +54,9 @@ def export_onnx(run_path: str | Path, *, out: str | Path | None = None, snapshot
 def export_gguf(run_path: str | Path, *, out: str | Path | None = None, snapshot: str | Path | None = None,
                 store: str | Path | None = None, quants: tuple[str, ...] = ("q8_0", "q4_k_m"),
                 verify_limit: int | None = None, threads: int = 2, max_tokens: int = 256,
-                keep_f16: bool = True) -> tuple[Path, dict]:
+                keep_f16: bool = True, on_row=None) -> tuple[Path, dict]:
+    """LoRA run -> merged -> f16/quantized GGUFs, verified on at most `verify_limit` rows (`on_row(file, done,
+    total)` after each verified answer)."""
     from mashbill.exporters.gguf_export import QUANTS, convert_f16, merge_adapter, quantize
     from mashbill.exporters.gguf_meta import copy_with_metadata
     from mashbill.exporters.gguf_verify import SPLIT_ORDER, eval_rows, verify_files
@@ -93,7 +95,8 @@ def export_gguf(run_path: str | Path, *, out: str | Path | None = None, snapshot
             files[q] = tmp / f"model.{q}.gguf"
             quantize(f16, files[q], q, threads=threads)
         shutil.rmtree(work)
-        report = verify_files(files, snap, limit=verify_limit, threads=threads, max_tokens=max_tokens)
+        report = verify_files(files, snap, limit=verify_limit, threads=threads, max_tokens=max_tokens,
+                              on_row=on_row)
         (tmp / "verify.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         primary = quants[-1] if quants else "f16"
         (tmp / "Modelfile").write_text(modelfile(files[primary]), encoding="utf-8")

@@ -121,16 +121,18 @@ class GgufPredictor:
         return tuple(([{"role": "system", "content": system}] if system else []) +
                      [{"role": "user", "content": text}])
 
-    def generate(self, conversations: list[tuple[dict, ...]]) -> list[dict]:
+    def iter_generate(self, conversations: list[tuple[dict, ...]]):
+        """One answer dict per conversation, in order, as each is decoded."""
         from mashbill.factory.teachers.base import TeacherRequest
 
         sampling = self.teacher.spec.sampling.model_dump()
         reqs = [TeacherRequest(str(i), tuple(m), self.schema, sampling) for i, m in enumerate(conversations)]
-        out = []
         for res in self.teacher.generate(reqs):
-            out.append({"text": res.text, "finish_reason": res.finish_reason, "error": res.error,
-                        "completion_tokens": res.completion_tokens, "latency_s": res.latency_s})
-        return out
+            yield {"text": res.text, "finish_reason": res.finish_reason, "error": res.error,
+                   "completion_tokens": res.completion_tokens, "latency_s": res.latency_s}
+
+    def generate(self, conversations: list[tuple[dict, ...]]) -> list[dict]:
+        return list(self.iter_generate(conversations))
 
     def predict(self, texts: list[str]) -> list[dict]:
         out = []

@@ -54,7 +54,8 @@ class RunSummary:
     selected: int = 0
     skipped: int = 0
     requested: int = 0
-    codes: Counter = field(default_factory=Counter)  # reject codes of this run's records
+    codes: Counter = field(default_factory=Counter)  # reject code -> this run's records that carry it
+    verdicts: Counter = field(default_factory=Counter)  # reject code -> verdicts (a record can carry two)
     wall_s: float = 0.0
     status: str = "running"
     stop_reason: str | None = None  # why a guard stopped the run (status aborted / aborted_preflight)
@@ -82,7 +83,8 @@ class RunSummary:
                                               "tokens_cached", "tokens_out", "not_needed")}
         d["teacher_s"] = round(self.teacher_s, 3)
         d["wall_s"] = round(self.wall_s, 3)
-        d["reject_codes"] = dict(sorted(self.codes.items()))
+        d["reject_codes"] = dict(sorted(self.codes.items()))  # records per code
+        d["reject_verdicts"] = dict(sorted(self.verdicts.items()))  # verdicts per code
         if self.stop_reason:
             d["stop_reason"] = self.stop_reason
         if self.notes:
@@ -395,6 +397,7 @@ def _to_record(result: TeacherResult, work: Work, ref: SpecRef, job: Job, prompt
 
 
 def _count(summary: RunSummary, verdicts: Sequence[Verdict]) -> None:
-    for v in verdicts:
-        if v.severity == "reject":
-            summary.codes[v.code] += 1
+    """One record's reject verdicts: each code counts the record once (`codes`) and every verdict (`verdicts`)."""
+    found = [v.code for v in verdicts if v.severity == "reject"]
+    summary.codes.update(set(found))
+    summary.verdicts.update(found)

@@ -183,6 +183,12 @@ class StoreQueries:
                 "spec_hash = ?) GROUP BY code ORDER BY code", [spec_hash]).fetchall()
         return dict(rows)
 
+    def verdict_record_counts(self) -> dict[str, int]:
+        """Records per verdict code (a record with two verdicts of one code, or one from generate and one from
+        validate, counts once), sorted by code."""
+        return dict(self.con.execute("SELECT code, count(DISTINCT record_id) FROM verdicts GROUP BY code "
+                                     "ORDER BY code").fetchall())
+
     def records_with_codes(self, codes: Sequence[str]) -> int:
         """How many records carry a verdict with one of these codes."""
         return self.con.execute(f"SELECT count(DISTINCT record_id) FROM verdicts WHERE code IN ({_in(codes)})",

@@ -43,19 +43,33 @@ def record_rng(record_id: str, seed: int) -> random.Random:
     return random.Random(int(hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()[:16], 16))
 
 
-def render_prompt(rs: ResolvedSpec, inputs: dict, record_id: str) -> RenderedPrompt:
+def record_choices(rs: ResolvedSpec, record_id: str) -> tuple[str | None, ShownTaxonomy | None]:
+    """The framing and the taxonomy a record of this spec is shown: drawn from the record's own RNG only, so
+    anything holding the spec and the record id (GGUF verification on a snapshot row) rebuilds them exactly."""
     spec = rs.spec
     rng = record_rng(record_id, spec.teacher.sampling.seed)
-    values: dict[str, str] = dict(rs.prompt_file.blocks)
-    values.update({k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in inputs.items()})
-    values.setdefault("lang", "")
-    framing = None
-    if spec.prompt.framings:
-        framing = rng.choice(spec.prompt.framings)
-        values["framing"] = rs.prompt_file.framings[framing]
+    framing = rng.choice(spec.prompt.framings) if spec.prompt.framings else None
     shown = None
     if rs.taxonomy is not None:
         shown = sample_taxonomy(rs.taxonomy, rng) if spec.taxonomy.variation else fixed_taxonomy(rs.taxonomy)
+    return framing, shown
+
+
+def record_meta(rs: ResolvedSpec, record_id: str) -> dict:
+    """The prompt part of the metadata generation stores with a record (framing, taxonomy shown, renames)."""
+    framing, shown = record_choices(rs, record_id)
+    return RenderedPrompt((), (), framing, shown).meta()
+
+
+def render_prompt(rs: ResolvedSpec, inputs: dict, record_id: str) -> RenderedPrompt:
+    spec = rs.spec
+    values: dict[str, str] = dict(rs.prompt_file.blocks)
+    values.update({k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in inputs.items()})
+    values.setdefault("lang", "")
+    framing, shown = record_choices(rs, record_id)
+    if framing is not None:
+        values["framing"] = rs.prompt_file.framings[framing]
+    if shown is not None:
         values["taxonomy"] = shown.block
     if rs.catalog is not None:
         values["tool_catalog"] = rs.tool_catalog_text

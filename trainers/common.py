@@ -16,8 +16,10 @@ def common_args(pf, placement, work: Path, *, max_steps: int, epochs: float) -> 
         seed=s.seed, data_seed=s.seed, save_strategy="steps", save_steps=s.save_steps, save_total_limit=2,
         logging_steps=s.logging_steps, report_to=[], eval_strategy="no", dataloader_num_workers=0,
         bf16=cfg.precision == "bf16", fp16=cfg.precision == "fp16", use_cpu=placement.device == "cpu",
-        disable_tqdm=True, remove_unused_columns=True, gradient_checkpointing=cfg.gradient_checkpointing,
+        disable_tqdm=True, remove_unused_columns=True, gradient_checkpointing=cfg.checkpointing,
     )
+    if cfg.checkpointing:  # non-reentrant: gradients reach the LoRA weights although the embeddings are frozen
+        kw["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
     if pf.deepspeed_path is not None:
         kw["deepspeed"] = str(pf.deepspeed_path)
     return kw

@@ -87,6 +87,9 @@ def _probe(trainer, placement, backward: bool) -> dict:
     t0 = time.perf_counter()
     if backward:
         model.train()
+        if trainer.args.gradient_checkpointing:  # Trainer.train() turns it on; this probe does not go through it
+            kwargs = trainer.args.gradient_checkpointing_kwargs
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         loss = trainer.compute_loss(model, inputs)
         loss.backward()
         grads = [p.grad for p in model.parameters() if p.requires_grad and p.grad is not None]
@@ -192,6 +195,11 @@ def train(config_ref: str | Path, *, method: str | None = None, stage: str = "st
         if not st.trains and probe_trainer is not None:
             trainer = probe_trainer
         else:
+            if probe_trainer is not None:  # done probing: free its model before the training one loads
+                probe_trainer = trainer = None
+                import gc
+
+                gc.collect()
             set_seed(cfg.schedule.seed)  # a new head or LoRA init is the same in every process (resume compares)
             trainer, save = build(pf, placement, base, data, tok, st, work, max_steps=max(max_steps, 1)
                                   if not st.trains else max_steps, epochs=epochs)

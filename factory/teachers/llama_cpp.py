@@ -66,6 +66,49 @@ class _LLGuidanceProcessor:
         return scores
 
 
+def _busy_now(window: float = 0.25) -> float | None:
+    """Cores busy right now, machine-wide, from two reads of /proc/stat `window` seconds apart (None off Linux)."""
+    def read() -> tuple[int, int]:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields), idle
+
+    try:
+        total0, idle0 = read()
+        time.sleep(window)
+        total1, idle1 = read()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return (1 - (idle1 - idle0) / (total1 - total0)) * (os.cpu_count() or 1)
+
+
+def free_cores(cores: int | None = None, load: float | None = None, busy: float | None = None,
+               total: int | None = None) -> int:
+    """CPU threads for llama.cpp: the cores this process may use (its affinity, as SLURM and taskset set it),
+    capped by the machine's cores less the busy ones, at least 1. Busy is the 1-minute load average, or the
+    cores busy right now when fewer (the load average still counts the step this process just finished).
+    Threads beyond the free cores wait on each other (issue 26: 2 threads at load 6-14 took 35 minutes for the
+    quick start's plans where 1 thread took 10); on an idle machine every core is free, as before."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # not Linux
+            cores = os.cpu_count() or 1
+    total = total if total is not None else max(os.cpu_count() or 1, cores)
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    if busy is None:
+        busy = _busy_now()
+    used = load if busy is None else min(load, busy)
+    return max(1, min(cores, round(total - used)))
+
+
 class LlamaCppTeacher:
     backend = "llama_cpp"
 
@@ -76,7 +119,7 @@ class LlamaCppTeacher:
         self.model = teacher_spec.model
         self.path = resolve_model_path(teacher_spec.model)
         self.grammar_engine = grammar_engine or "llguidance"
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or free_cores()
         try:
             self.llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=teacher_spec.n_ctx, n_threads=self.threads,
                                        n_threads_batch=self.threads, seed=teacher_spec.sampling.seed,

@@ -13,7 +13,7 @@ import sys
 import click
 
 from mashbill import __version__
-from mashbill.cli._common import EXIT_BAD_INPUT
+from mashbill.cli._common import EXIT_BAD_INPUT, Group
 from mashbill.errors import MashbillError
 
 # subcommand name -> module under mashbill.cli that defines `command` (a click command or group)
@@ -41,7 +41,7 @@ SUBCOMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(Group):
     def list_commands(self, ctx):
         return sorted(name for name, mod in SUBCOMMANDS.items() if importlib.util.find_spec(f"mashbill.cli.{mod}"))
 

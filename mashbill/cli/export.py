@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import echo_json, json_option, out, store_option
+from mashbill.cli._common import (Group, PlainProgress, console, echo_json, json_option, out, plain_progress_wanted,
+                                  store_option)
 
 
 def _common(f):
@@ -23,7 +24,34 @@ def _common(f):
     return click.argument("run", type=click.Path(path_type=Path))(f)
 
 
-@click.group()
+class VerifyProgress:
+    """Verification progress, one line per answer (`verify q8_0: 3/20 rows`) plus, when stderr is not a terminal,
+    a plain line at a steady interval while a slow row decodes."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.plain = PlainProgress("export gguf", unit="rows") if plain_progress_wanted(enabled) else None
+
+    def __enter__(self):
+        if self.plain is not None:
+            self.plain.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.plain is not None:
+            self.plain.__exit__(*exc)
+
+    def __call__(self, name: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.plain is not None:
+            self.plain.label = f"export gguf, verify {name}"
+            self.plain.update(done, total)
+        else:
+            console.print(f"verify {name}: {done}/{total} rows", soft_wrap=True)
+
+
+@click.group(cls=Group)
 def command():
     """Export a trained student for CPUs: ONNX INT8 (classifiers) or GGUF Q8_0/Q4_K_M (LoRA planners).
 
@@ -47,7 +75,7 @@ def _report(path: Path, m: dict, as_json: bool) -> None:
         out.print(f"  {name:<12} {a['path']:<34} {a['bytes']:>11,d} B  sha256 {a['sha256'][:16]}")
 
 
-@command.command()
+@command.command(short_help="Classifier RUN -> ONNX + INT8 ONNX, with parity and latency in parity.json.")
 @_common
 @click.option("--max-length", default=64, show_default=True, help="Tokens per request (truncation).")
 @click.option("--latency-samples", default=300, show_default=True, help="Timed requests per graph and thread count.")
@@ -72,26 +100,34 @@ def onnx(run, out_dir, snapshot, store_path, as_json, max_length, latency_sample
                   f"max logit diff {i8['max_abs_logit_diff']}; 1 thread p50 {lat['p50_ms']} ms, p99 {lat['p99_ms']} ms")
 
 
-@command.command()
+@command.command(short_help="LoRA RUN -> GGUF f16, Q8_0 and Q4_K_M, verified in verify.json, plus an Ollama "
+                                    "Modelfile.")
 @_common
 @click.option("--quant", "quants", multiple=True, default=("q8_0", "q4_k_m"), show_default=True,
               type=click.Choice(["q8_0", "q4_k_m"]), help="Quantizations to write (repeat the option).")
-@click.option("--verify-limit", type=int, default=None, help="Verify on the first N eval rows (default: all).")
-@click.option("--threads", default=2, show_default=True)
+@click.option("--verify-rows", "--verify-limit", "verify_limit", type=click.IntRange(min=1), default=None,
+              help="Verify each file on the first N eval rows only (default: all; one row can take minutes on a "
+                   "busy CPU).")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="CPU threads for quantizing and verifying [default: the cores free now: affinity less load].")
 @click.option("--max-tokens", default=256, show_default=True, help="Token budget per verified answer.")
-def gguf(run, out_dir, snapshot, store_path, as_json, quants, verify_limit, threads, max_tokens):
+@click.option("--no-progress", is_flag=True, help="No progress lines while verifying.")
+def gguf(run, out_dir, snapshot, store_path, as_json, quants, verify_limit, threads, max_tokens, no_progress):
     """LoRA RUN -> merged model -> model.f16.gguf -> model.q8_0.gguf, model.q4_k_m.gguf, verified on the
     snapshot's eval split with schema-constrained decoding (schema-valid rate, rule-pass rate, exact match,
     answer flips between files) in verify.json, plus an Ollama Modelfile.
 
     \b
     Example:
-      mashbill export gguf ./mashbill-runs/planner --store ./mashbill-data --verify-limit 20
+      mashbill export gguf ./mashbill-runs/planner --store ./mashbill-data --verify-rows 20
     """
     from mashbill.exporters.build import export_gguf
+    from mashbill.factory.teachers.llama_cpp import free_cores
 
-    path, m = export_gguf(run, out=out_dir, snapshot=snapshot, store=store_path, quants=tuple(quants),
-                          verify_limit=verify_limit, threads=threads, max_tokens=max_tokens)
+    with VerifyProgress(enabled=not no_progress and not as_json) as progress:
+        path, m = export_gguf(run, out=out_dir, snapshot=snapshot, store=store_path, quants=tuple(quants),
+                              verify_limit=verify_limit, threads=threads or free_cores(), max_tokens=max_tokens,
+                              on_row=progress)
     _report(path, m, as_json)
     if not as_json:
         v = m["reports"]["verify"]

@@ -29,9 +29,12 @@ class LiveProgress(RunProgress):
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("ok {task.fields[ok]} rej {task.fields[rej]} fail {task.fields[fail]}"),
                                  TextColumn("{task.fields[live]}"), TimeElapsedColumn(), TextColumn("eta"),
-                                 TimeRemainingColumn(), console=console, disable=not enabled, transient=False)
+                                 TimeRemainingColumn(), console=console, disable=not enabled or self.plain is not None,
+                                 transient=False)
 
     def __call__(self, summary, advanced: int) -> None:
+        if self._plain(summary, advanced):
+            return
         if self.task is None:
             self.task = self.progress.add_task(self.label, total=summary.requested, ok=0, rej=0, fail=0, live="")
         live = ""

@@ -49,7 +49,7 @@ def read_inputs(arg: str) -> list[str]:
 @click.command()
 @click.argument("artifact", type=click.Path(path_type=Path))
 @click.argument("inputs")
-@click.option("--threads", default=1, show_default=True)
+@click.option("--threads", default=1, show_default=True, help="CPU threads for the model (onnxruntime or llama.cpp).")
 @json_option(help="Print one JSON list of the answers instead of one JSON line per input.")
 def command(artifact, inputs, threads, as_json):
     """Run ARTIFACT (a .onnx or .gguf file, or an export folder) on INPUTS (a text, or a .txt/.jsonl file).

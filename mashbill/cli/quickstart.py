@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import echo_json, json_option, out, print_summary, sigterm_as_interrupt, store_option
+from mashbill.cli._common import (code_counts, echo_json, json_option, out, print_summary, sigterm_as_interrupt,
+                                  store_option)
 from mashbill.errors import MashbillError
 
 QUICKSTART_SPECS = ("quickstart-complexity", "quickstart-plan")
@@ -33,10 +34,12 @@ def quickstart_spec(name: str):
     return max(found)[1]
 
 
-@click.command()
+@click.command(short_help="Make a small dataset with the embedded teacher: generate, validate and freeze the "
+                          "quick-start specs.")
 @store_option
-@click.option("--threads", type=click.IntRange(min=1), help="CPU threads for the teacher (default: all cores).")
-@click.option("--no-progress", is_flag=True)
+@click.option("--threads", type=click.IntRange(min=1),
+              help="CPU threads for the teacher [default: the cores free now: affinity less load].")
+@click.option("--no-progress", is_flag=True, help="No progress bar or progress lines (for logs).")
 @json_option(help='Print {"store", "runs", "validated", "snapshots", "report", "records"} as JSON.')
 def command(store_path, threads, no_progress, as_json):
     """Generate the quick-start specs (English and German; complexity labels and plans) with the
@@ -98,7 +101,8 @@ def command(store_path, threads, no_progress, as_json):
 
 def _validate(specs, store_path, say) -> dict:
     """Validate what was generated (rules, token spans, dedup, PII, expectations); snapshots need it. Returns
-    {spec: {"records", "rejects": {code: n}}} (or {"error"})."""
+    {spec: {"records", "rejected_records", "rejects": {code: records}, "reject_verdicts": {code: verdicts}}}
+    (or {"error"})."""
     from mashbill.factory.store import Store
     from mashbill.specs import load_spec
     from mashbill.validators.errors import ValidationInputError
@@ -115,8 +119,12 @@ def _validate(specs, store_path, say) -> dict:
                 found[rs.ref] = {"error": str(exc)}
                 continue
             d = report.to_dict()
-            rejects = {c: n for c, n in d["counts"].items() if d["severity"].get(c) == "reject"}
-            found[rs.ref] = {"records": d["records"], "rejects": rejects}
+            # records per code (a record with two verdicts of one code counts once), verdicts beside them
+            rejects = {c: n for c, n in d["records_by_code"].items() if d["severity"].get(c) == "reject"}
+            verdicts = {c: d["counts"][c] for c in rejects}
+            found[rs.ref] = {"records": d["records"], "rejected_records": d["rejected_records"], "rejects": rejects,
+                             "reject_verdicts": verdicts}
             say(f"validated {d['records']} accepted record(s) of spec {rs.ref}: "
-                + (", ".join(f"{c} {n}" for c, n in sorted(rejects.items())) or "no rejects"))
+                + (f"{d['rejected_records']} rejected; records per code: {code_counts(rejects, verdicts)}"
+                   if rejects else "no rejects"))
     return found

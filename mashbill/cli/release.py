@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, echo_json, json_option
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, Group, echo_json, json_option
 
 def _root(f):
     return click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path),
@@ -15,7 +15,7 @@ def _root(f):
                         help="Release folder (tags/ and checks/).")(f)
 
 
-@click.group()
+@click.group(cls=Group)
 def command():
     """Decide, tag and verify releases of exported students.
 
@@ -35,7 +35,8 @@ def command():
 @click.option("--eval", "eval_sets", multiple=True,
               help="A labelled set of `mashbill eval` (a .jsonl file, snapshot:FOLDER[:SPLIT], "
                    "yardstick:complexity[:HALF]) as held-out items, instead of or beside --guards. Repeatable.")
-@click.option("--threads", default=1, show_default=True)
+@click.option("--threads", default=1, show_default=True,
+              help="CPU threads per artifact while scoring the guards and held-out rows.")
 @json_option(help="Print the release record as JSON.")
 @_root
 def check(candidates, incumbent, guards, eval_sets, threads, as_json, root):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import console, echo_json, json_option, store_option
+from mashbill.cli._common import Group, console, echo_json, json_option, store_option
 
 home_option = click.option(
     "--home", type=click.Path(file_okay=False, path_type=Path), default=None, envvar="MASHBILL_REVIEW_HOME",
@@ -26,7 +26,7 @@ def server_options(f):
                         help="Another Argilla deployment's URL (push/pull talk to it, not the embedded server).")(f)
 
 
-@click.group()
+@click.group(cls=Group)
 def command() -> None:
     """Human review in Argilla: push records that need eyes, pull decisions back into the store.
 
@@ -44,7 +44,7 @@ def command() -> None:
 
 @command.command()
 @port_option
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--build-only", is_flag=True, help="Only build (or find) the server's virtual environment; start nothing.")
 @home_option
 @json_option(help='Print {"url", "pid", "home", "log", "credentials", "already_running"} (with --build-only '

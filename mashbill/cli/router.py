@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import console, echo_json, json_option, out, store_option
+from mashbill.cli._common import Group, console, echo_json, json_option, out, store_option
 
 
 def encoder_option(f):
@@ -69,7 +69,7 @@ def _report(res, as_json: bool) -> None:
                   f"{leak['identical_queries_across_splits']} identical queries across splits")
 
 
-@click.group()
+@click.group(cls=Group)
 def command():
     """Router datasets: query x model outcome tables, routing-policy transitions and bi-encoder triplets.
 
@@ -112,7 +112,7 @@ def import_cmd(paths, store_path, models, pass_mark, as_json):
         _problems(r.problems, 3)
 
 
-@command.command()
+@command.command(short_help="Make, check and freeze a router outcome snapshot.")
 @click.argument("recipe")
 @store_option
 @snapshot_options
@@ -121,7 +121,8 @@ def import_cmd(paths, store_path, models, pass_mark, as_json):
 @click.option("--limit", type=click.IntRange(min=1), help="Run the recipe's outcome spec on the first N queries only.")
 @click.option("--no-generate", is_flag=True, help="Do not run the recipe's outcome spec (use what is stored).")
 @click.option("--hold-out-model", "hold_out", multiple=True, help="Keep this model's rows for test queries only.")
-@click.option("--threads", type=click.IntRange(min=1))
+@click.option("--threads", type=click.IntRange(min=1),
+              help="CPU threads for an embedded teacher [default: the cores free now: affinity less load].")
 @encoder_option
 def outcomes(recipe, store_path, name, version, out_dir, as_json, imports, limit, no_generate, hold_out, threads,
              encoder_path):
@@ -201,7 +202,8 @@ def transitions(recipe, store_path, name, version, out_dir, as_json, logs, from_
     _report(res, as_json)
 
 
-@command.command()
+@command.command(short_help="Make and freeze (query, positive category, hard negative) triplets for a "
+                             "bi-encoder.")
 @click.argument("recipe")
 @store_option
 @snapshot_options

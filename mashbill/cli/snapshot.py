@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import EXIT_FINDINGS, console, echo_json, json_option, out, store_option
+from mashbill.cli._common import EXIT_FINDINGS, Group, console, echo_json, json_option, out, store_option
 
 
 def _root(store_path: Path, snapshots_dir: Path | None) -> Path:
@@ -24,7 +24,7 @@ def exit_on_findings(altered: bool) -> None:
         raise SystemExit(EXIT_FINDINGS)  # an altered or unreadable snapshot is a finding, like release verify
 
 
-@click.group()
+@click.group(cls=Group)
 def command():
     """Immutable, verifiable snapshots of validated (and reviewed) records, for trainers.
 
@@ -202,7 +202,8 @@ def diff(a, b, store_path, snapshots_dir, as_json):
 @store_option
 @dir_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write one JSONL file per split here (train.jsonl, eval.jsonl, test.jsonl).")
+              help="Write one JSONL file per split here (train.jsonl, eval.jsonl, test.jsonl), the training "
+                   "template, and the TRL config arguments (sft_config.json or dpo_config.json).")
 @json_option(help='Print {"splits": {SPLIT: {"rows", "columns"}}, "written": [files]} as JSON.')
 def pull(ref, fmt, store_path, snapshots_dir, out_dir, as_json):
     """Verify REF, then load it in a trainer's format (TRL conversational, prompt/completion, preference,
@@ -236,6 +237,16 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir, as_json):
             (out_dir / "chat_template.jinja").write_text(dd.chat_template, encoding="utf-8")
             written.append(str(out_dir / "chat_template.jinja"))
             say(f"wrote {out_dir}/chat_template.jinja (the snapshot's training template)")
+        from mashbill.curation.pull import SETTINGS_FILES, trl_settings
+
+        template = out_dir / "chat_template.jinja" if getattr(dd, "chat_template", None) else None
+        settings = trl_settings(getattr(dd, "manifest", {}) or {}, fmt, template)
+        if settings is not None:
+            target = out_dir / SETTINGS_FILES[fmt]
+            target.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+            written.append(str(target))
+            say(f"wrote {target} (TRL {'DPOConfig' if fmt == 'preference' else 'SFTConfig'} arguments: "
+                f"max_length {settings['max_length']}, loss, template)")
         if getattr(dd, "label_info", None):
             (out_dir / "labels.json").write_text(json.dumps(dd.label_info, indent=2), encoding="utf-8")
             written.append(str(out_dir / "labels.json"))
@@ -245,11 +256,13 @@ def pull(ref, fmt, store_path, snapshots_dir, out_dir, as_json):
                    "written": written})
 
 
-@command.command()
+@command.command(short_help="Teacher samples for a preference SPEC, so the next freeze can pair a passing plan "
+                             "with a failing one.")
 @click.argument("spec")
 @store_option
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N seed queries.")
-@click.option("--threads", type=click.IntRange(min=1))
+@click.option("--threads", type=click.IntRange(min=1),
+              help="CPU threads for an embedded teacher [default: the cores free now: affinity less load].")
 @json_option(help='Print {"spec", "run_id", "queries", "samples", "passing", "failing"} as JSON.')
 def sample(spec, store_path, limit, threads, as_json):
     """Teacher samples for a preference SPEC: samples_per_query plans per query (one seed each), stored and

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, echo_json, json_option, out
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, Group, echo_json, json_option, out
 from mashbill.errors import MashbillError, SpecError
 
 
@@ -29,7 +29,7 @@ def _spec_paths(paths: tuple[str, ...], archived: bool = True) -> list[Path]:
     return [f for f, _ in _spec_roots(paths, archived)]
 
 
-@click.group()
+@click.group(cls=Group)
 def command():
     """Inspect and check specs (versioned, content-hashed dataset recipes)."""
 

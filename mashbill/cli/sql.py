@@ -10,7 +10,8 @@ from mashbill.cli._common import echo_json, json_option, out, store_option
 @click.command()
 @click.argument("query")
 @store_option
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="Output format of the result rows.")
 @json_option(help="Print the rows as a JSON list of objects (the same as --format json).")
 def command(query, store_path, fmt, as_json):
     """Run a read-only SQL query against the store (tables: runs, records, verdicts, teacher_calls, events).

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from mashbill.cli._common import EXIT_FINDINGS, console, echo_json, json_option, out, store_option
+from mashbill.cli._common import EXIT_FINDINGS, Group, console, echo_json, json_option, out, store_option
 
 STAGE_HELP = ("Ladder stage: config | forward | batch | steps:N | epoch | full. Cheaper stages that have not "
               "passed for this config and snapshot run first.")
 
 
-@click.group()
+@click.group(cls=Group)
 def command():
     """Train on a frozen snapshot: classify (encoder classifier), sft (LoRA SFT), dpo (LoRA DPO).
 
@@ -119,10 +119,13 @@ _DOCS = {
     """,
 }
 
+_SHORT = {"classify": "Train an encoder classifier (complexity, categories, or a plan reward model) on a snapshot.",
+          "sft": None, "dpo": None}
+
 for _m in ("classify", "sft", "dpo"):
     _f = _method_command(_m)
     _f.__doc__ = _DOCS[_m]
-    command.command(_m)(_f)
+    command.command(_m, short_help=_SHORT[_m])(_f)
 
 
 @command.command()

@@ -164,3 +164,86 @@ def test_out_is_always_what_the_command_writes():
 def test_an_unknown_option_is_bad_input_in_one_line(name):
     res = invoke(*name.split(), "--no-such-option")
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and "--no-such-option" in res.stderr, res.output
+
+
+def _groups(cmd=main, path=("mashbill",)):
+    if isinstance(cmd, click.Group):
+        yield " ".join(path), cmd
+        ctx = click.Context(main)
+        for name in cmd.list_commands(ctx):
+            yield from _groups(cmd.get_command(ctx, name), (*path, name))
+
+
+def test_every_option_has_help_text():
+    """Issue 26: `--threads` of `export gguf` and `release check` (and ten more) had none."""
+    missing = [f"{name or 'mashbill'} {p.opts[0]}" for name, cmd in [("", main), *LEAVES.items(),
+                                                                        *((g, c) for g, c in _groups())]
+               for p in cmd.params if isinstance(p, click.Option) and not (p.help or "").strip()]
+    assert missing == []
+
+
+def test_no_command_description_is_cut_in_help():
+    """Each group's command list shows every one-line description whole, at an 80-column terminal: click cut
+    them at the width with '...' ("Merge SHARD_STOREs (from `mashbill generate --shard i/n...")."""
+    from click.testing import CliRunner
+
+    from mashbill.cli._common import short_help
+
+    checked = 0
+    for path, group in _groups():
+        args = path.split()[1:] + ["--help"]
+        res = CliRunner().invoke(main, args, terminal_width=80)
+        assert res.exit_code == 0, res.output
+        listing = res.output.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+        flat = " ".join(re.sub(r"(\w)-\n\s+", r"\1-", listing).split())  # click breaks after a hyphen
+        ctx = click.Context(group)
+        for name in group.list_commands(ctx):
+            desc = short_help(group.get_command(ctx, name))
+            assert desc.endswith((".", ".)")), f"{path} {name}: {desc!r} is not a whole sentence"
+            assert f"{name} {desc}" in flat, f"{path} --help cuts the description of {name}"
+            checked += 1
+    assert checked >= len(LEAVES)
+
+
+def test_plain_progress_lines_are_whole_and_carry_done_rate_and_eta():
+    """Issue 26: piped to a log, the quick start's plan step printed nothing for 9.5 minutes, and its one line was
+    cut at 80 columns. Lines carry the label, done/total, accept rate, rate and ETA, whatever the width."""
+    from mashbill.cli._common import PlainProgress
+
+    p = PlainProgress("quickstart-plan@5 with a long label that goes on past eighty columns of a CI log", every=1e9)
+    p.update(10, 52, accepted=4, judged=10)
+    line = p.line(now=p.start + 300.0)
+    assert line == ("quickstart-plan@5 with a long label that goes on past eighty columns of a CI log: 10/52 "
+                    "records, accept 40%, 2.00 records/min, elapsed 0:05:00, eta 0:21:00")
+
+
+def test_plain_progress_prints_at_start_on_a_steady_interval_while_nothing_finishes_and_at_the_end():
+    """A slow row (13 minutes for one GGUF verification row under load) still shows the step is alive."""
+    import threading
+
+    from mashbill.cli._common import PlainProgress
+
+    lines, ticked = [], threading.Event()
+
+    def write(line):
+        lines.append(line)
+        if len(lines) >= 3:
+            ticked.set()
+
+    with PlainProgress("verify", every=0.01, unit="rows", write=write) as p:
+        p.update(0, 1)
+        assert ticked.wait(30), lines  # two interval lines while no row has finished
+        p.update(1, 1)
+    assert lines[0] == "verify: started"
+    assert lines[1].startswith("verify: 0/1 rows") and "eta" not in lines[1]
+    assert lines[-1].startswith("verify: 1/1 rows")
+
+
+def test_run_progress_prints_plain_lines_when_stderr_is_not_a_terminal():
+    """The live bar of generate and quickstart becomes plain lines in a pipe (CliRunner's stderr is one)."""
+    from mashbill.cli import _common
+
+    assert not _common.console.is_terminal  # pytest captures stderr
+    bar = _common.RunProgress("spec@1")
+    assert bar.plain is not None and bar.progress.disable
+    assert _common.RunProgress("spec@1", enabled=False).plain is None

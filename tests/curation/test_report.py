@@ -132,3 +132,23 @@ def test_two_specs_legends_do_not_overlap_and_rejects_show_why_in_chromium(lib, 
     # a record whose output did not parse shows the teacher's raw text and why it was rejected
     assert "not JSON" in tables["PARSE001"] and "Relativitätstheorie" in tables["PARSE001"]
     assert html.escape('[{"task": ', quote=True) in tables["PARSE001"] or '[{"task": ' in tables["PARSE001"]
+
+
+def test_store_summary_counts_records_per_code_with_verdicts_beside(lib, tmp_path):
+    """Issue 26: "CPLX006 58" on 52 records counted a record's generate and validate findings (and two verdicts
+    of one code) as if they were records."""
+    from mashbill.curation.report import summary_lines
+    from mashbill.factory.records import Verdict
+
+    rs = load_spec(lib.write("plan-r"))
+    with Store.open(tmp_path / "store") as store:
+        recs = add_records(store, rs, validate=False)
+        a, b = recs[0].id, recs[1].id
+        store.record_validation(spec_hash=rs.hash, source="store", counts={}, results={
+            a: [Verdict("PLAN011", "reject", "task 1 cut", "validate"), Verdict("PLAN011", "reject", "task 2 cut",
+                                                                                "validate")],
+            b: [Verdict("PLAN011", "reject", "cut", "validate"), Verdict("PLAN003", "reject", "unshown", "validate")],
+            **{r.id: [] for r in recs[2:]}})
+    _, data = build_report(tmp_path / "store", tmp_path / "store.html")
+    assert data["verdict_records"] == {"PLAN003": 1, "PLAN011": 2} and data["verdicts"]["PLAN011"] == 3
+    assert "  top verdict codes (records): PLAN011 2 (3 verdicts), PLAN003 1" in summary_lines(data)

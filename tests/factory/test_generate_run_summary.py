@@ -37,3 +37,20 @@ def test_summary_counts_records_and_the_accounting_adds_probes():
     assert d["accepted"] == 1 and d["tokens_in"] == 19 and d["calls"] == 5 and d["teacher_s"] == 3.5
     # each attempt is the teacher_calls row it will be stored as, numbered in order
     assert [c.attempt for c in _result("x", (0.1, 1, 0, 1, "e"), (0.1, 1, 0, 1, None)).attempts] == [1, 2]
+
+
+def test_reject_codes_count_records_and_verdicts_apart():
+    """Issue 26: "rejected 51 (... PLAN011: 2 ...)" was 2 verdicts on 1 record. Codes count records; the
+    verdicts are counted beside them."""
+    from mashbill.cli._common import code_counts
+    from mashbill.factory.generate import _count
+    from mashbill.factory.records import Verdict
+
+    summary = RunSummary("r", "s@1", "h", "store", requested=2)
+    _count(summary, [Verdict("PLAN011", "reject", "task 1 cut"), Verdict("PLAN011", "reject", "task 2 cut"),
+                     Verdict("PLAN003", "reject", "x"), Verdict("DRIFT001", "warn", "w")])
+    _count(summary, [Verdict("PLAN003", "reject", "y")])
+    d = summary.as_dict()
+    assert d["reject_codes"] == {"PLAN003": 2, "PLAN011": 1}
+    assert d["reject_verdicts"] == {"PLAN003": 2, "PLAN011": 2}
+    assert code_counts(d["reject_codes"], d["reject_verdicts"]) == "PLAN003 2, PLAN011 1 (2 verdicts)"
