@@ -39,7 +39,9 @@ TRAIN_EXPORT = [["train", "classify", "quickstart-classify", "--stage", "steps:6
                 ["train", "sft", "quickstart-sft", "--stage", "steps:3"],
                 ["train", "dpo", "quickstart-dpo", "--stage", "steps:2"],
                 ["export", "onnx", "./mashbill-runs/quickstart-classify", "--store", "./mashbill-data"],
-                ["export", "gguf", "./mashbill-runs/quickstart-sft", "--store", "./mashbill-data"]]
+                ["export", "gguf", "./mashbill-runs/quickstart-sft", "--store", "./mashbill-data"],
+                ["eval", "./mashbill-runs/quickstart-classify", "--on", "yardstick:complexity"],
+                ["eval", "./mashbill-exports/quickstart-classify-onnx", "--on", "yardstick:complexity"]]
 
 
 def readme_block() -> tuple[list[list[str]], str]:
@@ -177,8 +179,9 @@ def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
     assert verify["held_out"] == (verify["split"] != "train")
 
     # eval (docs/eval.md): the classify run, its ONNX export and the GGUF export on labelled sets
-    for target in ("./mashbill-runs/quickstart-classify", "./mashbill-exports/quickstart-classify-onnx"):
-        _ok(run_cli("eval", target, "--on", "yardstick:complexity", cwd=cwd, timeout=900), f"eval {target}")
+    for argv in TRAIN_EXPORT[5:7]:
+        target = argv[1]
+        _ok(run_cli(*argv, cwd=cwd, timeout=900), f"eval {target}")
         doc = json.loads((cwd / target / "eval.json").read_text(encoding="utf-8"))
         res = doc["sets"]["yardstick:complexity"]
         assert res["rows"] >= 100 and 0 <= res["student"]["accuracy"] <= 1 and "heuristic" in res["baselines"]
