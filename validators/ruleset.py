@@ -24,7 +24,7 @@ from mashbill.specs.yamlio import line_for
 from mashbill.validators.complexity_rules import load_complexity_rules
 from mashbill.validators.rulebase import Checks, RuleEntry
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@5.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@6.yaml"
 
 
 class TaskCount(Strict):
