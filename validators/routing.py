@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
-from mashbill.validators import drift, fidelity
+from mashbill.validators import drift, fidelity, numwords
 from mashbill.validators.drift import InstructionLine, WorkedExample
 from mashbill.validators.expr import PLACEHOLDER, matches
 from mashbill.validators.plans import Plan, PlanTask, Shown, parse_plan
@@ -388,6 +388,10 @@ def _tool_tasks(ctx: RuleContext, *tools: str) -> list[PlanTask]:
     return [t for t in ctx.precision_tasks() if t.get("mcp_tool") in tools]
 
 
+def _digitized(ctx: RuleContext) -> str:
+    return numwords.for_rules(ctx.rs, ctx.query)
+
+
 @rule("arg-numbers")
 def arg_numbers(ctx: RuleContext) -> list[str]:
     out = []
@@ -397,6 +401,8 @@ def arg_numbers(ctx: RuleContext) -> list[str]:
         if isinstance(args, dict) and t.get("mcp_tool") in _DATE_TOOLS:
             args = {k: v for k, v in args.items() if not isinstance(v, str)}  # dates: arg-units-dates
         bad = fidelity.invented_numbers(ctx.query, args, fid.constants)
+        if bad and (spelled := _digitized(ctx)) != ctx.query:  # a number the query spells out is stated too
+            bad = [b for b in bad if b in fidelity.invented_numbers(spelled, args, fid.constants)]
         if bad:
             shown = ", ".join(f"{b:g}" for b in bad)
             out.append(f"{_label(t)}: {t.get('mcp_tool')} uses {shown}, which the query does not state")
@@ -435,8 +441,10 @@ def arg_expression(ctx: RuleContext) -> list[str]:
 def arg_units_dates(ctx: RuleContext) -> list[str]:
     out = []
     for t in _tool_tasks(ctx, "unit_convert"):
-        out += [f"{_label(t)}: {p}" for p in fidelity.unit_problems(ctx.query, t.get("mcp_args"),
-                                                                    ctx.rs.fidelity.units)]
+        found = fidelity.unit_problems(ctx.query, t.get("mcp_args"), ctx.rs.fidelity.units)
+        if found and (spelled := _digitized(ctx)) != ctx.query:  # "seventy-two kg": a short unit after a number
+            found = fidelity.unit_problems(spelled, t.get("mcp_args"), ctx.rs.fidelity.units)
+        out += [f"{_label(t)}: {p}" for p in found]
     for t in _tool_tasks(ctx, *_DATE_TOOLS):
         out += [f"{_label(t)}: {p}" for p in fidelity.date_problems(ctx.query, t.get("mcp_args"))]
     return out

@@ -63,6 +63,10 @@ class Units(Strict):
     unit of the same dimension; ignored words are never the unit a conversion starts from ("7 am to 9 pm")."""
     aliases: dict[str, str] = {}
     ignore: list[str] = []
+    # more words between a quantity's unit and the unit asked for ("equals what in", "?="), space-separated tokens
+    connectors: list[str] = []
+    # the unit asked for may come first when the query starts with it ("hectares in 39,461 acres")
+    target_first: bool = False
 
 
 # Contexts computed in code rather than by a pattern (validators/triggers.py): usable in `all` and `none`.
@@ -129,6 +133,12 @@ class Fidelity(Strict):
     units: dict[str, list[str]] = {}
 
 
+class NumberWords(Strict):
+    """Spelled numbers read as digits (validators/numwords.py) before the triggers and argument checks read a query."""
+
+    languages: list[Literal["en", "de", "fr", "es", "pt", "it", "nl", "da"]] = ["en", "de"]
+
+
 class Drift(Strict):
     """No parroting, no drift (validators/drift.py)."""
 
@@ -164,6 +174,7 @@ class RuleSet(Strict):
     truncation: Truncation | None = None
     search_query: SearchQuery | None = None
     fidelity: Fidelity = Fidelity()
+    number_words: NumberWords | None = None
     drift: Drift = Drift()
     checks: Checks = Checks()
     _recall: tuple[str, ...] = PrivateAttr(default=())  # recall_request's patterns, read at load time

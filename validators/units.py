@@ -61,10 +61,26 @@ _QUANTITY_WORDS = {"a", "an", "one", "ein", "eine", "half", "halb"}
 
 
 class UnitMatcher:
-    def __init__(self, aliases: dict[str, str], ignore: list[str]):
+    """`connectors`: more words between the two units than the built-in ones ("equals what in", "?="), each a
+    space-separated phrase; `target_first`: the unit asked for may come first ("hectares in 39,461 acres", "psi in
+    480 bar") when the query starts with it."""
+
+    def __init__(self, aliases: dict[str, str], ignore: list[str], connectors: tuple[str, ...] = (),
+                 target_first: bool = False):
         self.aliases = {k.lower(): v for k, v in aliases.items()}
         self.ignore = {i.lower() for i in ignore}
         self._ureg = None
+        self.target_first = target_first
+        self.connectors = {k: list(v) for k, v in _CONNECTORS.items()}
+        extra = [tuple(_TOKEN.findall(c.lower())) for c in connectors]
+        for c in sorted(extra, key=len, reverse=True):
+            if c and c not in self.connectors.setdefault(c[0], []):
+                self.connectors[c[0]].append(c)
+                self.connectors[c[0]].sort(key=len, reverse=True)
+        firsts = sorted({c[0] for c in extra if c} - {c[0] for c in _CONNECTOR_LIST})
+        self.connector_re = _CONNECTOR_RE if not firsts else re.compile(
+            _CONNECTOR_RE.pattern[:-len(")(?!\\w)")] + "".join("|" + re.escape(f) for f in firsts) + ")(?!\\w)",
+            re.IGNORECASE)
 
     def _registry(self):
         if self._ureg is None:
@@ -111,7 +127,7 @@ class UnitMatcher:
     def find(self, text: str) -> str | None:
         """Evidence text when the query asks to convert a quantity between units of the same dimension."""
         text = text[:400]
-        for conn in _CONNECTOR_RE.finditer(text):
+        for conn in self.connector_re.finditer(text):
             # the words before a connector must end in a unit after a quantity, "how many" or the query's start;
             # only that stretch is tokenised (long queries hold many "in" and "to")
             pos = conn.start()
@@ -132,7 +148,7 @@ class UnitMatcher:
             toks.extend([m.group(1), m.group(2)] if m else [t])  # "5feet", "10ug", "36.0c"
         lows = [t.lower() for t in toks]
         for i in range(1, len(toks)):
-            for conn in _CONNECTORS.get(lows[i], ()):
+            for conn in self.connectors.get(lows[i], ()):
                 j = i + len(conn)
                 if tuple(lows[i:j]) != conn:
                     continue
@@ -158,7 +174,9 @@ class UnitMatcher:
             if ldim is None:
                 continue
             k = j
-            while k < len(toks) and (lows[k] in _ARTICLES or (how_many and _NUMBER.match(lows[k]))):
+            # the quantity after the connector: "how many cm in 3 feet", or the target first ("cm in 3 feet")
+            after = how_many or (whole and self.target_first)
+            while k < len(toks) and (lows[k] in _ARTICLES or (after and _NUMBER.match(lows[k]))):
                 k += 1
             for m in (3, 2, 1):
                 if k + m > len(toks):
@@ -176,9 +194,10 @@ class UnitMatcher:
 _MATCHERS: dict[tuple, UnitMatcher] = {}
 
 
-def matcher(aliases: dict[str, str], ignore: list[str]) -> UnitMatcher:
-    key = (tuple(sorted(aliases.items())), tuple(sorted(ignore)))
+def matcher(aliases: dict[str, str], ignore: list[str], connectors: list[str] | tuple[str, ...] = (),
+            target_first: bool = False) -> UnitMatcher:
+    key = (tuple(sorted(aliases.items())), tuple(sorted(ignore)), tuple(connectors), target_first)
     m = _MATCHERS.get(key)
     if m is None:
-        m = _MATCHERS[key] = UnitMatcher(aliases, ignore)
+        m = _MATCHERS[key] = UnitMatcher(aliases, ignore, tuple(connectors), target_first)
     return m
