@@ -21,6 +21,24 @@ _MAYBE = re.compile(r"(?i)(?:zero|one|two|three|four|five|six|seven|eight|nine|t
                     r"fünf|sechs|sieben|acht|neun|zehn|elf|zwölf|zehn|zig|ßig|hundert|tausend|million|milliard)")
 
 
+# ordinals stay words: "im vierten Quarter", "the third floor" and "a third" state no quantity (text2num would write
+# "4." and "3rd", which the triggers read as numbers)
+_ORDINAL = re.compile(r"(?i)\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+                      r"\w*teenth|\w*tieth|\w*hundredth|\w*thousandth|\w+-(?:first|second|third|fourth|fifth|sixth|"
+                      r"seventh|eighth|ninth)|(?:erst|zweit|dritt|viert|fünft|sechst|siebt|acht|neunt|zehnt|elft|zwölft|"
+                      r"\w+zehnt|\w+zigst|\w+ßigst|\w*hundertst|\w*tausendst)(?:e[nrms]?))\b")
+
+
+def _keep_ordinals(text: str) -> tuple[str, list[str]]:
+    kept: list[str] = []
+
+    def hide(m):
+        kept.append(m.group(0))
+        return chr(0xE000 + len(kept) - 1)  # one private-use letter per ordinal: text2num leaves it alone
+
+    return _ORDINAL.sub(hide, text), kept
+
+
 @lru_cache(maxsize=8192)
 def digitize(text: str, languages: tuple[str, ...]) -> str:
     """The text with its spelled numbers written as digits, language by language (a text that has none is
@@ -33,12 +51,14 @@ def digitize(text: str, languages: tuple[str, ...]) -> str:
         from mashbill.errors import MashbillError
 
         raise MashbillError("the rule set reads number words with text2num: pip install 'mashbill[validate]'") from None
-    out = text
+    out, kept = _keep_ordinals(text)
     for lang in languages:
         try:
             out = alpha2digit(out, lang)
         except Exception:  # the parser refuses some inputs (odd punctuation): the words stay words
             continue
+    for i, word in enumerate(kept):
+        out = out.replace(chr(0xE000 + i), word)
     return out
 
 
