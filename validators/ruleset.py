@@ -67,6 +67,8 @@ class Units(Strict):
     connectors: list[str] = []
     # the unit asked for may come first when the query starts with it ("hectares in 39,461 acres")
     target_first: bool = False
+    # more phrases that ask for the unit before the quantity, as "how many" does ("wie viel Milliliter sind ...")
+    how_many: list[str] = []
 
 
 # Contexts computed in code rather than by a pattern (validators/triggers.py): usable in `all` and `none`.

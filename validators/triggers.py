@@ -189,7 +189,7 @@ class Triggers:
             from mashbill.validators.units import matcher
 
             u = self.rs.units
-            self._units = matcher(u.aliases, u.ignore, tuple(u.connectors), u.target_first)
+            self._units = matcher(u.aliases, u.ignore, tuple(u.connectors), u.target_first, tuple(u.how_many))
         return self._units
 
     def mask(self, query: str) -> str:

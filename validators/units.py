@@ -40,7 +40,7 @@ _LEAD_WORD = re.compile(r"\d|(?<!\w)(?:a|an|one|ein|eine|many|viele|half|halb|co
 _LEADING = {"a", "an", "one", "ein", "eine", "many", "viele", "half", "halb", "convert", "umrechnen"}
 
 
-def _lead_ok(words: list[str], at_start: bool) -> bool:
+def _lead_ok(words: list[str], at_start: bool, leading: frozenset[str] | set[str] = frozenset()) -> bool:
     """Can the words before a connector end in a unit phrase after a quantity, "how many" or the query's start?"""
     for n in (1, 2, 3):
         if n > len(words):
@@ -50,7 +50,7 @@ def _lead_ok(words: list[str], at_start: bool) -> bool:
         if n == len(words):
             return at_start
         before = words[-n - 1].lower()
-        if before[-1:].isdigit() or before in _LEADING or before[-1:] in "'\"″′":
+        if before[-1:].isdigit() or before in _LEADING or before in leading or before[-1:] in "'\"″′":
             return True
     return False
 
@@ -66,11 +66,17 @@ class UnitMatcher:
     480 bar") when the query starts with it."""
 
     def __init__(self, aliases: dict[str, str], ignore: list[str], connectors: tuple[str, ...] = (),
-                 target_first: bool = False):
+                 target_first: bool = False, how_many: tuple[str, ...] = ()):
         self.aliases = {k.lower(): v for k, v in aliases.items()}
         self.ignore = {i.lower() for i in ignore}
         self._ureg = None
         self.target_first = target_first
+        self.how_many = [["how", "many"], ["wie", "viele"]]
+        self.how_many += [h.lower().split() for h in how_many if len(h.split()) in (1, 2)]
+        self.leading = {h[-1] for h in self.how_many[2:]}
+        self.lead_re = _LEAD_WORD if not how_many else re.compile(
+            _LEAD_WORD.pattern + "|(?<!\\w)(?:" + "|".join(re.escape(h.split()[-1]) for h in how_many) + ")(?!\\w)",
+            re.IGNORECASE)
         self.connectors = {k: list(v) for k, v in _CONNECTORS.items()}
         extra = [tuple(_TOKEN.findall(c.lower())) for c in connectors]
         for c in sorted(extra, key=len, reverse=True):
@@ -118,7 +124,7 @@ class UnitMatcher:
 
     def _phrase(self, toks: list[str], a: int, b: int, left: bool) -> str | None:
         words = toks[a:b]
-        if any(not w[0].isalpha() and not w.startswith("°") for w in words):
+        if any(not w[0].isalpha() and not w.startswith("°") and w not in self.aliases for w in words):
             return None
         if left and (words[0].lower() in self.ignore or " ".join(words).lower() in self.ignore):
             return None
@@ -132,9 +138,9 @@ class UnitMatcher:
             # only that stretch is tokenised (long queries hold many "in" and "to")
             pos = conn.start()
             start = max(0, pos - 48)
-            if start and _LEAD_WORD.search(text, start, pos) is None:
+            if start and self.lead_re.search(text, start, pos) is None:
                 continue
-            if not _lead_ok(text[start:pos].split(), start == 0):
+            if not _lead_ok(text[start:pos].split(), start == 0, self.leading):
                 continue
             hit = self._find_in(text[start:conn.end() + 40], at_start=start == 0)
             if hit:
@@ -166,7 +172,8 @@ class UnitMatcher:
                 continue
             before = lows[lstart - 1] if lstart > 0 else ""
             quantity = bool(_NUMBER.match(before)) or before in _QUANTITY_WORDS or before in ('"', "'", "″", "′")
-            how_many = lows[max(0, lstart - 2):lstart] in (["how", "many"], ["wie", "viele"])
+            how_many = (lows[max(0, lstart - 2):lstart] in self.how_many
+                        or lows[max(0, lstart - 1):lstart] in self.how_many)
             whole = at_start and (lstart == 0 or (lstart == 1 and lows[0] in ("convert", "umrechnen")))
             if not (quantity or how_many or whole) or (how_many_only and not how_many):
                 continue
@@ -195,9 +202,9 @@ _MATCHERS: dict[tuple, UnitMatcher] = {}
 
 
 def matcher(aliases: dict[str, str], ignore: list[str], connectors: list[str] | tuple[str, ...] = (),
-            target_first: bool = False) -> UnitMatcher:
-    key = (tuple(sorted(aliases.items())), tuple(sorted(ignore)), tuple(connectors), target_first)
+            target_first: bool = False, how_many: list[str] | tuple[str, ...] = ()) -> UnitMatcher:
+    key = (tuple(sorted(aliases.items())), tuple(sorted(ignore)), tuple(connectors), target_first, tuple(how_many))
     m = _MATCHERS.get(key)
     if m is None:
-        m = _MATCHERS[key] = UnitMatcher(aliases, ignore, tuple(connectors), target_first)
+        m = _MATCHERS[key] = UnitMatcher(aliases, ignore, tuple(connectors), target_first, tuple(how_many))
     return m
