@@ -12,7 +12,9 @@ bench/trigger_set.py; point --queries at another half of the same sources to mea
 - correct_plan_false_reject: share of the correct-tool plans (built from the sources' gold slots and calculator
   calls) that the tool-routing rules (HR*) or the plan contract (PLAN*) reject; their arguments and task texts
   are schematic, so argument-fidelity and drift rejects are printed apart, not counted;
-- pii_false_flag_rate: share of all public query texts with any PII finding (they hold no personal data).
+- pii_false_flag_rate: share of all public query texts with any PII finding (they hold no personal data);
+- ddg_compute_recall: hr001_recall on the DuckDuckGo tool queries that state something to compute (a number in
+  digits or words; not a bare widget name such as "calculator" or "kg").
 
 One line per split (tune = even rows of each source, report = odd rows) and per source, then the last line over
 all rows: `hr001_recall=R hr001_false_trigger=F correct_plan_false_reject=X pii_false_flag_rate=P rows=N`.
@@ -108,6 +110,8 @@ def main() -> None:
     other: dict[str, int] = {}
     for r, a in zip(data, analysed):
         keys = ("all", r["split"], r["source"])
+        if r["need"] and r["source"].startswith("ddg:") and trigger_set.states_quantity(r["query"]):
+            keys += ("ddg_compute",)
         if r["need"]:
             tools = {t for ts in a.intents.values() for t in ts}
             ok = any(n in tools for n in r["need"].split("|"))
@@ -163,6 +167,7 @@ def main() -> None:
         print(f"{src:28s} {line(src)}")
     for split in ("tune", "report"):
         print(f"split={split:22s} {line(split)}")
+    print(f"ddg_compute (DuckDuckGo tool queries that state a number) {line('ddg_compute')}")
     print(f"not counted (schematic plan arguments/texts): {dict(sorted(other.items()))}")
     print(f"triggers_per_s={len(data) / trig_s:.0f} pii_texts_per_s={len(texts) / pii_s:.0f} "
           f"pii_flags={len(flagged)}/{len(texts)}")
@@ -181,7 +186,8 @@ def main() -> None:
     a = stats
     print(f"hr001_recall={_rate(*a['all', 'recall'])} hr001_false_trigger={_rate(*a['all', 'false'])} "
           f"correct_plan_false_reject={_rate(*a['all', 'reject'])} "
-          f"pii_false_flag_rate={_rate(len(flagged), len(texts))} rows={len(data)}{tail}")
+          f"pii_false_flag_rate={_rate(len(flagged), len(texts))} rows={len(data)}{tail} "
+          f"ddg_compute_recall={_rate(*a['ddg_compute', 'recall'])}")
 
 
 if __name__ == "__main__":
