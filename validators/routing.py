@@ -487,7 +487,8 @@ def no_drift(ctx: RuleContext) -> list[str]:
         if not t.is_dict or t.depends_on or PLACEHOLDER.search(str(t.get("task") or "")):
             continue  # a task building on an earlier result is about that result
         if drift.unrelated(ctx.query, t, ctx.rs.drift.min_shared, ctx.words, lambda: ctx.query_words,
-                           ctx.rs.drift.match):
+                           ctx.rs.drift.match) and not (ctx.rs.drift.cross_language
+                                                        and drift.other_language_related(ctx.query, t)):
             out.append(f"{_label(t)} shares no content with the query")
     return out
 

@@ -151,6 +151,9 @@ class Drift(Strict):
     match: Literal["prefix", "stem"] = "prefix"
     # no-prompt-echo (@4): the share of a task text's words that stand in one instruction line of the prompt
     echo_share: float = Field(0.8, gt=0, le=1)
+    # (@6) a task written in the other language than the query (English for a German request) cannot share its
+    # words: it counts as related when it shares a root or a number, or the query states no number
+    cross_language: bool = False
 
 
 class RuleSet(Strict):
