@@ -258,30 +258,32 @@ def word_problem(rng, lang):
     a, sa = n.pick(lo=2, hi=40, forms=("digit", "word"))
     b, sb = n.pick(lo=2, hi=90, forms=("digit", "decimal"))
     who, item = rng.choice(_NAMES), rng.choice(_ITEMS[lang])
+    # (template, the expression that answers it): the gold plan computes from the stated numbers only
     if lang == "en":
-        t = rng.choice(["{w} buys {a} {i} at ${b} each. What's the total?",
-                        "{w} buys {a} {i} for ${b} each. what is the total cost?",
-                        "A jacket costs ${b} and is on sale for {a}% off. What was the final price?",
-                        "{w} had {b} dollars and spent {a}. How much money is left?",
-                        "{w} bakes a dozen muffins a day for {a} days. How many muffins in total?",
-                        "{w} reads a third of a {b}-page book on Monday and {a} pages on Tuesday. How many pages are left?",
-                        "If {a} friends share a ${b} bill equally, how much does each pay?",
-                        "{w} earns ${b} an hour and works {a} hours. What does {w} make?",
-                        "A tank holds {b} liters and is filled at {a} liters per minute. How long until it is full?",
-                        "There are {a} boxes with {b} {i} in each. What's the total number of {i}?"])
+        t, e = rng.choice([("{w} buys {a} {i} at ${b} each. What's the total?", "{a}*{b}"),
+                           ("{w} buys {a} {i} for ${b} each. what is the total cost?", "{a}*{b}"),
+                           ("A jacket costs ${b} and is on sale for {a}% off. What was the final price?", "{b}*(1-{a}/100)"),
+                           ("{w} had {b} dollars and spent {a}. How much money is left?", "{b}-{a}"),
+                           ("{w} bakes a dozen muffins a day for {a} days. How many muffins in total?", "12*{a}"),
+                           ("{w} reads a third of a {b}-page book on Monday and {a} pages on Tuesday. How many pages are left?", "{b}-{b}/3-{a}"),
+                           ("If {a} friends share a ${b} bill equally, how much does each pay?", "{b}/{a}"),
+                           ("{w} earns ${b} an hour and works {a} hours. What does {w} make?", "{a}*{b}"),
+                           ("A tank holds {b} liters and is filled at {a} liters per minute. How long until it is full?", "{b}/{a}"),
+                           ("There are {a} boxes with {b} {i} in each. What's the total number of {i}?", "{a}*{b}")])
     else:
-        t = rng.choice(["{w} kauft {a} {i} zu je {b} €. Wie viel kostet das insgesamt?",
-                        "{w} kauft {a} {i} für je {b} Euro. Was ist der Gesamtpreis?",
-                        "Eine Jacke kostet {b} € und ist um {a} % reduziert. Was ist der Endpreis?",
-                        "{w} hatte {b} Euro und gibt {a} aus. Wie viel Geld bleibt übrig?",
-                        "{w} backt {a} Tage lang jeden Tag ein Dutzend Muffins. Wie viele Muffins sind das insgesamt?",
-                        "{w} liest montags ein Drittel eines {b}-seitigen Buches und dienstags {a} Seiten. Wie viele Seiten fehlen noch?",
-                        "Wenn {a} Freunde eine Rechnung von {b} € teilen, wie viel zahlt jeder?",
-                        "{w} verdient {b} € pro Stunde und arbeitet {a} Stunden. Wie viel verdient {w}?",
-                        "Ein Tank fasst {b} Liter und wird mit {a} Litern pro Minute gefüllt. Wie lange dauert es, bis er voll ist?",
-                        "Es gibt {a} Kisten mit je {b} {i}. Wie viele {i} sind es zusammen?"])
+        t, e = rng.choice([("{w} kauft {a} {i} zu je {b} €. Wie viel kostet das insgesamt?", "{a}*{b}"),
+                           ("{w} kauft {a} {i} für je {b} Euro. Was ist der Gesamtpreis?", "{a}*{b}"),
+                           ("Eine Jacke kostet {b} € und ist um {a} % reduziert. Was ist der Endpreis?", "{b}*(1-{a}/100)"),
+                           ("{w} hatte {b} Euro und gibt {a} aus. Wie viel Geld bleibt übrig?", "{b}-{a}"),
+                           ("{w} backt {a} Tage lang jeden Tag ein Dutzend Muffins. Wie viele Muffins sind das insgesamt?", "12*{a}"),
+                           ("{w} liest montags ein Drittel eines {b}-seitigen Buches und dienstags {a} Seiten. Wie viele Seiten fehlen noch?", "{b}-{b}/3-{a}"),
+                           ("Wenn {a} Freunde eine Rechnung von {b} € teilen, wie viel zahlt jeder?", "{b}/{a}"),
+                           ("{w} verdient {b} € pro Stunde und arbeitet {a} Stunden. Wie viel verdient {w}?", "{a}*{b}"),
+                           ("Ein Tank fasst {b} Liter und wird mit {a} Litern pro Minute gefüllt. Wie lange dauert es, bis er voll ist?", "{b}/{a}"),
+                           ("Es gibt {a} Kisten mit je {b} {i}. Wie viele {i} sind es zusammen?", "{a}*{b}")])
     q = t.format(w=who, a=sa, b=sb, i=item)
-    return q, "calculate", [a, b], _calc(f"{_fmt(a)}*{_fmt(b)}")
+    ops = [x for x, k in ((a, "{a}"), (b, "{b}")) if k in t]
+    return q, "calculate", ops, _calc(e.format(a=_fmt(a), b=_fmt(b)))
 
 
 def rates(rng, lang):

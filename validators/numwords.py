@@ -65,3 +65,15 @@ def digitize(text: str, languages: tuple[str, ...]) -> str:
 def for_rules(rs, text: str) -> str:
     """The text with spelled numbers as digits when the rule set reads number words (``number_words``), else as is."""
     return text if rs.number_words is None else digitize(text, tuple(rs.number_words.languages))
+
+
+_AND = re.compile(r"(?i)\s+(?:and|und)\s+")
+
+
+def readings(rs, text: str) -> list[str]:
+    """The other ways a rule set that reads number words reads the text: spelled numbers as digits, and the same
+    with "and"/"und" as a separator ("add five hundred and two" is 502, or 500 and 2). Empty when it reads none."""
+    if rs.number_words is None:
+        return []
+    out = [for_rules(rs, text), for_rules(rs, _AND.sub(" , ", text))]
+    return [t for t in dict.fromkeys(out) if t != text]

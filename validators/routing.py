@@ -401,12 +401,15 @@ def arg_numbers(ctx: RuleContext) -> list[str]:
         if isinstance(args, dict) and t.get("mcp_tool") in _DATE_TOOLS:
             args = {k: v for k, v in args.items() if not isinstance(v, str)}  # dates: arg-units-dates
         bad = fidelity.invented_numbers(ctx.query, args, fid.constants)
-        if bad and (spelled := _digitized(ctx)) != ctx.query:  # a number the query spells out is stated too
+        for spelled in numwords.readings(ctx.rs, ctx.query) if bad else ():  # a number spelled out is stated too
             bad = [b for b in bad if b in fidelity.invented_numbers(spelled, args, fid.constants)]
         if bad:
             shown = ", ".join(f"{b:g}" for b in bad)
             out.append(f"{_label(t)}: {t.get('mcp_tool')} uses {shown}, which the query does not state")
     return out
+
+
+_REMAINDER = re.compile(r"(?i)\b(?:remainder|rest|modulo|mod)\b")
 
 
 @rule("arg-operation")
@@ -422,8 +425,10 @@ def arg_operation(ctx: RuleContext) -> list[str]:
         return []  # nothing computable: arg-expression reports it
     tol = ctx.rs.fidelity.tolerance
     out = []
+    rest = ctx.rs.fidelity.read_notation and _REMAINDER.search(ctx.query) is not None
     for c in wanted:
-        if not any(matches(v, w, tol) for v in values.values() for w in c.values):
+        accept = c.values + (fidelity.remainders(c.text) if rest else ())  # "welcher Rest bleibt bei 17 durch 5"
+        if not any(matches(v, w, tol) for v in values.values() for w in accept):
             got = "; ".join(f"{e!r} = {values[t.id]:g}" for t in calc
                             if t.id in values and isinstance(e := (t.get("mcp_args") or {}).get("expression"), str))
             out.append(f"the query computes '{c.text}' = {c.values[0]:g}; the plan computes {got}")
@@ -441,9 +446,10 @@ def arg_expression(ctx: RuleContext) -> list[str]:
 def arg_units_dates(ctx: RuleContext) -> list[str]:
     out = []
     for t in _tool_tasks(ctx, "unit_convert"):
-        found = fidelity.unit_problems(ctx.query, t.get("mcp_args"), ctx.rs.fidelity.units)
+        fid = ctx.rs.fidelity
+        found = fidelity.unit_problems(ctx.query, t.get("mcp_args"), fid.units, fid.read_notation)
         if found and (spelled := _digitized(ctx)) != ctx.query:  # "seventy-two kg": a short unit after a number
-            found = fidelity.unit_problems(spelled, t.get("mcp_args"), ctx.rs.fidelity.units)
+            found = fidelity.unit_problems(spelled, t.get("mcp_args"), fid.units, fid.read_notation)
         out += [f"{_label(t)}: {p}" for p in found]
     for t in _tool_tasks(ctx, *_DATE_TOOLS):
         out += [f"{_label(t)}: {p}" for p in fidelity.date_problems(ctx.query, t.get("mcp_args"))]

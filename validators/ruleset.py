@@ -133,6 +133,8 @@ class Fidelity(Strict):
     constants: list[float] = [0, 1, 2, 3, 10, 100, 1000]
     tolerance: float = Field(1e-6, gt=0, lt=0.1)
     units: dict[str, list[str]] = {}
+    # (@6) read the query's notation for the unit asked for: "10 lbs ?= kg", "5 m =? ft", "7 ? kg"
+    read_notation: bool = False
 
 
 class NumberWords(Strict):
