@@ -15,10 +15,18 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-# a cheap pre-check: the text holds a word that may start or end a spelled number
-_MAYBE = re.compile(r"(?i)(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|teen|twenty|thirty|"
-                    r"forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|eins|zwei|drei|vier|"
-                    r"fünf|sechs|sieben|acht|neun|zehn|elf|zwölf|zehn|zig|ßig|hundert|tausend|million|milliard)")
+# cheap pre-checks, one per language: a word that text2num would turn into digits (isolated words under 3, "one",
+# "two", "ein", are left alone by it, so they are not looked for); the parser runs only for a language that has one
+_MAYBE = {
+    "en": re.compile(r"(?i)\b(?:three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+                     r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+                     r"hundred|thousand|million|billion)\b"),
+    # a German number is one word of number parts ("achthundertsechsundachtzig"), not "ein" or "und" alone
+    "de": re.compile(r"(?i)\b(?!(?:ein|eine|und|elf|acht)\b)(?:eins|ein|zwei|drei|vier|fünf|sechs|sech|sieben|sieb|"
+                     r"acht|neun|zehn|elf|zwölf|zwanzig|dreißig|zig|ßig|hundert|tausend|und|million(?:en)?|"
+                     r"milliarde(?:n)?)+\b"),
+}
+_ANY = re.compile("|".join(f"(?:{rx.pattern[4:]})" for rx in _MAYBE.values()), re.IGNORECASE)
 
 
 # ordinals stay words: "im vierten Quarter", "the third floor" and "a third" state no quantity (text2num would write
@@ -43,7 +51,7 @@ def _keep_ordinals(text: str) -> tuple[str, list[str]]:
 def digitize(text: str, languages: tuple[str, ...]) -> str:
     """The text with its spelled numbers written as digits, language by language (a text that has none is
     returned as it is, without loading the parser)."""
-    if not languages or _MAYBE.search(text) is None:
+    if not languages or _ANY.search(text) is None:
         return text
     try:
         from text_to_num import alpha2digit
@@ -53,6 +61,8 @@ def digitize(text: str, languages: tuple[str, ...]) -> str:
         raise MashbillError("the rule set reads number words with text2num: pip install 'mashbill[validate]'") from None
     out, kept = _keep_ordinals(text)
     for lang in languages:
+        if lang in _MAYBE and _MAYBE[lang].search(out) is None:
+            continue
         try:
             out = alpha2digit(out, lang)
         except Exception:  # the parser refuses some inputs (odd punctuation): the words stay words

@@ -215,7 +215,7 @@ class Triggers:
         if self.rs.number_words is not None:  # "three hundred" -> "300" (validators/numwords.py)
             text = for_rules(self.rs, query)
             if text != query:
-                lowered, same = for_rules(self.rs, lowered), False
+                lowered, same = text.lower(), False
         masked = self.mask(lowered)
         memo: dict[str, bool] = {}
         computed: dict[str, str] = {}  # evidence of the computed contexts
