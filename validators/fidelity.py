@@ -192,8 +192,14 @@ def _whole(q: str, start: int, end: int) -> bool:
     return not _INSIDE.search(q[max(0, start - 12):start]) and not _CONTINUES.match(q[end:end + 12])
 
 
-def remainders(text: str) -> tuple[float, ...]:
-    """a mod b for a division the query states ("17 durch 5" -> 2), in every reading of its numbers."""
+_REMAINDER = re.compile(r"(?i)\b(?:remainder|rest|modulo|mod)\b")
+
+
+def remainders(query: str, text: str) -> tuple[float, ...]:
+    """a mod b for a division the query states ("welcher Rest bleibt bei 17 durch 5" -> 2), in every reading of its
+    numbers, when the query asks for a remainder; else nothing."""
+    if _REMAINDER.search(query) is None:
+        return ()
     per = expr.numbers_in(text)
     if len(per) != 2:
         return ()

@@ -388,10 +388,6 @@ def _tool_tasks(ctx: RuleContext, *tools: str) -> list[PlanTask]:
     return [t for t in ctx.precision_tasks() if t.get("mcp_tool") in tools]
 
 
-def _digitized(ctx: RuleContext) -> str:
-    return numwords.for_rules(ctx.rs, ctx.query)
-
-
 @rule("arg-numbers")
 def arg_numbers(ctx: RuleContext) -> list[str]:
     out = []
@@ -409,9 +405,6 @@ def arg_numbers(ctx: RuleContext) -> list[str]:
     return out
 
 
-_REMAINDER = re.compile(r"(?i)\b(?:remainder|rest|modulo|mod)\b")
-
-
 @rule("arg-operation")
 def arg_operation(ctx: RuleContext) -> list[str]:
     calc = _tool_tasks(ctx, "calculate")
@@ -425,9 +418,8 @@ def arg_operation(ctx: RuleContext) -> list[str]:
         return []  # nothing computable: arg-expression reports it
     tol = ctx.rs.fidelity.tolerance
     out = []
-    rest = ctx.rs.fidelity.read_notation and _REMAINDER.search(ctx.query) is not None
     for c in wanted:
-        accept = c.values + (fidelity.remainders(c.text) if rest else ())  # "welcher Rest bleibt bei 17 durch 5"
+        accept = c.values + (fidelity.remainders(ctx.query, c.text) if ctx.rs.fidelity.read_notation else ())
         if not any(matches(v, w, tol) for v in values.values() for w in accept):
             got = "; ".join(f"{e!r} = {values[t.id]:g}" for t in calc
                             if t.id in values and isinstance(e := (t.get("mcp_args") or {}).get("expression"), str))
@@ -448,7 +440,7 @@ def arg_units_dates(ctx: RuleContext) -> list[str]:
     for t in _tool_tasks(ctx, "unit_convert"):
         fid = ctx.rs.fidelity
         found = fidelity.unit_problems(ctx.query, t.get("mcp_args"), fid.units, fid.read_notation)
-        if found and (spelled := _digitized(ctx)) != ctx.query:  # "seventy-two kg": a short unit after a number
+        if found and (spelled := numwords.for_rules(ctx.rs, ctx.query)) != ctx.query:  # "seventy-two kg"
             found = fidelity.unit_problems(spelled, t.get("mcp_args"), fid.units, fid.read_notation)
         out += [f"{_label(t)}: {p}" for p in found]
     for t in _tool_tasks(ctx, *_DATE_TOOLS):
