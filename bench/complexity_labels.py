@@ -55,6 +55,11 @@ def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_rej
     return acc, right
 
 
+def _rate(a: int, b: int) -> str:
+    """a/b to three places, or n/a for an empty denominator (no label accepted is no precision of 0)."""
+    return f"{a / b:.3f}" if b else "n/a"
+
+
 def sampled_labels(rs_spec, teacher, rows: list[dict]) -> list[str | None]:
     from mashbill.factory.teachers.base import TeacherRequest
     from mashbill.specs.prompting import render_prompt
@@ -136,36 +141,41 @@ def main() -> None:
     keep: dict[str, dict[str, str | None]] = {}
     last: list[str] = []
     heur = [heuristic(rulesets[-1][1], analyze(rulesets[-1][1], r["query"]))[0] for r in rows]
-    h_acc = sum(h == r["label"] for h, r in zip(heur, rows)) / len(rows)
+    h_acc = _rate(sum(h == r["label"] for h, r in zip(heur, rows)), len(rows))
     print(f"split={args.split} rows={len(rows)} gold={dict(Counter(r['label'] for r in rows))}")
-    print(f"heuristic accuracy={h_acc:.3f}")
-    last.append(f"heuristic_acc={h_acc:.3f}")
+    print(f"heuristic accuracy={h_acc}")
+    last.append(f"heuristic_acc={h_acc}")
     try:
         for mode in args.mode:
             if saved is not None:
+                if mode not in saved or any(r["query"] not in saved[mode] for r in rows):
+                    # a --save-labels file of a run with fewer modes (the default asks for all three)
+                    print(f"mode={mode}: not in {args.labels} (it holds {sorted(saved)}), skipped")
+                    last.append(f"{mode}_acc=n/a")
+                    continue
                 labels = [saved[mode][r["query"]] for r in rows]
             else:
                 labels = (sampled_labels(rs_spec, teacher, rows) if mode == "sample"
                           else scored_labels(rs_spec, teacher, rows, calibrated=mode == "calibrated"))
             keep[mode] = {r["query"]: lab for r, lab in zip(rows, labels)}
-            acc = sum(lab == r["label"] for lab, r in zip(labels, rows)) / len(rows)
-            print(f"mode={mode} teacher accuracy={acc:.3f} labels={dict(Counter(labels))}")
+            acc = _rate(sum(lab == r["label"] for lab, r in zip(labels, rows)), len(rows))
+            print(f"mode={mode} teacher accuracy={acc} labels={dict(Counter(labels))}")
             print(confusion(rows, labels))
-            last.append(f"{mode}_acc={acc:.3f}")
+            last.append(f"{mode}_acc={acc}")
             for name, rs in rulesets:
                 per: Counter = Counter()
                 a, right = accepted_precision(rs, rows, labels, per_class=per)
-                prec = right / a if a else 0.0
+                prec = _rate(right, a)
                 classes = ", ".join(f"{c} {per[(c, True)]}/{per[(c, True)] + per[(c, False)]}" for c in CLASSES
                                     if per[(c, True)] + per[(c, False)])
-                print(f"  rules={name}: accepted {a}/{len(rows)} ({a / len(rows):.3f}), right {right} "
-                      f"(precision {prec:.3f}; right/accepted per class: {classes or 'none'})")
+                print(f"  rules={name}: accepted {a}/{len(rows)} ({_rate(a, len(rows))}), right {right} "
+                      f"(precision {prec}; right/accepted per class: {classes or 'none'})")
                 tag = name.replace("moe-complexity@", "r")
-                last.append(f"{mode}_{tag}_accepted={a / len(rows):.3f} {mode}_{tag}_precision={prec:.3f}")
+                last.append(f"{mode}_{tag}_accepted={_rate(a, len(rows))} {mode}_{tag}_precision={prec}")
                 if name == rulesets[-1][0]:  # what promoting the heuristic flag (CPLX006) to a reject would do
                     a, right = accepted_precision(rs, rows, labels, flags_reject=True)
                     print(f"  rules={name} with CPLX006 as a reject: accepted {a}/{len(rows)}, right {right} "
-                          f"(precision {right / a if a else 0:.3f})")
+                          f"(precision {_rate(right, a)})")
                 if args.show and name == rulesets[-1][0]:
                     from mashbill.validators.complexity import check_complexity
                     shown = 0

@@ -1,6 +1,8 @@
 """False rejects of the argument-fidelity, no-parroting and no-drift rules, and false hits of leakage, on real queries.
 
-    .venv/bin/python bench/fidelity.py [--data /work/shared/data/queries-dev]
+    .venv/bin/python bench/fidelity.py [--data DIR]
+
+DIR defaults to $MASHBILL_QUERIES_DIR, else /work/shared/data/queries-dev (bench/triggers.py reads the same).
 
 1. arg_false_reject: correct-tool plans built from gold annotations of real queries (DuckDuckGo goodies: calculator
    expressions, unit conversions with their gold units, day counts with their gold dates; GSM8K's first gold
@@ -20,7 +22,7 @@
    holdout; every LEAK001 is a false hit unless the sources repeat a query (examples are printed).
    leak_recall: holdout queries with a suffix, a prefix or moved punctuation, as training records.
 
-The last line is machine-readable.
+The last line is machine-readable; a rate whose denominator is empty prints as n/a.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import re
 from datetime import datetime
 from pathlib import Path
 
-DATA = Path("/work/shared/data/queries-dev")
+DATA = Path(os.environ.get("MASHBILL_QUERIES_DIR", "/work/shared/data/queries-dev"))
 # DuckDuckGo's unit names -> the Pint names our catalog uses (others are passed through as they are)
 DDG_UNITS = {"poundmass": "lb", "foot": "foot", "inch": "inch", "kilogram": "kg", "gram": "g", "meter": "m",
              "kilometer": "km", "mile": "mile", "celsius": "degC", "fahrenheit": "degF", "litre": "l", "liter": "l",
@@ -44,34 +47,50 @@ def _jsonl(p: Path) -> list[dict]:
     return [json.loads(line) for line in p.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
+def rate(a: int, b: int) -> str:
+    """a/b to four places, or n/a when nothing was counted (0.0000 would read as a measured zero)."""
+    return f"{a / b:.4f}" if b else "n/a"
+
+
 def gold_plans(data: Path) -> tuple[list[tuple[str, list, str]], int]:
+    """Correct-tool plans from the gold annotations, and how many gold calculator rows were left out (an expression
+    in DDG's own syntax, or none at all: a bare "calculator" row has no operands)."""
     from mashbill.validators import expr
 
     plans, unparsable = [], 0
     for r in _jsonl(data / "ddg_goodies_tool_queries" / "ddg_goodies_tool_queries.jsonl"):
         if not r.get("triggers"):
             continue
-        q, e = r["query"], r["expected"]
+        q, e = r["query"], r.get("expected") or {}
         if r["tool"] == "calculator":
+            args = e.get("args") or []
+            if not args or not isinstance(args[0], str) or not args[0].strip():
+                unparsable += 1
+                continue
             try:
-                expr.parse(e["args"][0])
+                expr.parse(args[0])
             except expr.ExprError:
                 unparsable += 1
                 continue
             plans.append((q, [{"task": f"Compute {e['args'][0]}.", "category": "precision_tools",
                                "mcp_tool": "calculate", "mcp_args": {"expression": e["args"][0]}}], "ddg"))
         elif r["tool"] == "unit_conversion":
-            f = e["fields"]
+            f = e.get("fields") or {}
             try:
                 value = float(f["raw_input"])
-            except (KeyError, ValueError):
+            except (KeyError, TypeError, ValueError):
+                continue
+            if not f.get("from_unit") or not f.get("to_unit"):
                 continue
             args = {"value": value, "from_unit": DDG_UNITS.get(f["from_unit"], f["from_unit"]),
                     "to_unit": DDG_UNITS.get(f["to_unit"], f["to_unit"])}
             plans.append((q, [{"task": f"Convert {q}.", "category": "precision_tools", "mcp_tool": "unit_convert",
                                "mcp_args": args}], "ddg"))
         elif r["tool"] == "days_between":
-            d1, d2 = (datetime.strptime(a, "%d %b %Y").date().isoformat() for a in e["args"][:2])
+            try:
+                d1, d2 = (datetime.strptime(a, "%d %b %Y").date().isoformat() for a in (e.get("args") or [])[:2])
+            except (TypeError, ValueError):
+                continue
             plans.append((q, [{"task": f"Days {q}.", "category": "precision_tools", "mcp_tool": "date_diff",
                                "mcp_args": {"date1": d1, "date2": d2}}], "ddg"))
     for r in _jsonl(data / "gsm8k" / "test.jsonl"):
@@ -247,18 +266,17 @@ def main() -> None:
         base = q.rstrip("?.! ")
         perturbed.append(base + " ? Bitte genau." if kind == 0 else "Hey, " + q if kind == 1 else base + " , please.")
     v2, _ = leakage([f"p{i}" for i in range(len(perturbed))], perturbed, items, rs.checks.leakage, rs.checks.dedup)
-    recall = len(v2) / len(perturbed)
     print(f"   perturbed holdout queries caught: {len(v2)}/{len(perturbed)}")
     n = len(plans) + len(ok_plans) + len(train) + len(perturbed)
-    print(f"arg_false_reject_ddg={ddg_bad / ddg_n:.4f} arg_finding_gsm8k={(arg_bad - ddg_bad) / (len(plans) - ddg_n):.4f}"
-          f" arg_false_reject={arg_bad / len(plans):.4f} copy_drift_false_reject={cd_bad / len(ok_plans):.4f} "
-          f"parrot_detect={parrot_caught / parrot_total:.4f} echo_false_reject={len(echo_fp) / len(ok_plans):.4f} "
-          f"echo_misattributed={len(echo_mis) / len(drifted):.4f} echo_detect={echo_caught / echo_total:.4f} "
-          f"cut_false_reject={len(cut_fp) / len(real):.4f} cut_sentence_flagged={len(split_fp) / len(multi):.4f} "
-          f"cut_word_detect={word_caught / word_cut:.4f} cut_comma_detect={comma_caught / comma_cut:.4f} "
-          f"cut_head_detect={head_caught / comma_cut:.4f} "
-          f"leak_false_hit={false_hits / len(train):.4f} "
-          f"leak_recall={recall:.4f} rows={n}")
+    print(f"arg_false_reject_ddg={rate(ddg_bad, ddg_n)} arg_finding_gsm8k={rate(arg_bad - ddg_bad, len(plans) - ddg_n)}"
+          f" arg_false_reject={rate(arg_bad, len(plans))} copy_drift_false_reject={rate(cd_bad, len(ok_plans))} "
+          f"parrot_detect={rate(parrot_caught, parrot_total)} echo_false_reject={rate(len(echo_fp), len(ok_plans))} "
+          f"echo_misattributed={rate(len(echo_mis), len(drifted))} echo_detect={rate(echo_caught, echo_total)} "
+          f"cut_false_reject={rate(len(cut_fp), len(real))} cut_sentence_flagged={rate(len(split_fp), len(multi))} "
+          f"cut_word_detect={rate(word_caught, word_cut)} cut_comma_detect={rate(comma_caught, comma_cut)} "
+          f"cut_head_detect={rate(head_caught, comma_cut)} "
+          f"leak_false_hit={rate(false_hits, len(train))} "
+          f"leak_recall={rate(len(v2), len(perturbed))} rows={n}")
 
 
 if __name__ == "__main__":

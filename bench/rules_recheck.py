@@ -1,10 +1,12 @@
 """What a newer routing rule set finds in plans a store already holds: the quick start's accepted and rejected plans
 re-checked under another rule set (moe-routing@5's PLAN011 and FIT004 on quickstart-plan@4's plans).
 
-    .venv/bin/python bench/rules_recheck.py --store DIR [--spec quickstart-plan@4] [--rules PATH] [--codes PLAN011,FIT004]
+    .venv/bin/python bench/rules_recheck.py --store DIR [--spec quickstart-plan@4] [--rules PATH] [--base-rules PATH]
+                                            [--codes PLAN011,FIT004]
 
-Each plan is checked with its spec's own rule set and with --rules (default: the latest moe-routing); a code is new
-when only the second one finds it. Every finding of the listed codes is printed with its query and tasks, to be
+Each plan is checked with its spec's own rule set (or --base-rules) and with --rules (default: the latest
+moe-routing); a code is new when only the second one finds it. Swap the two to see what a newer rule set no longer
+rejects. Every finding of the listed codes is printed with its query and tasks, to be
 read by eye: this is detection on plans a real teacher wrote, not on plans made to break a rule. The last line is
 `plans=N accepted=A accepted_newly_rejected=X rejected_new_findings=Y` plus one `CODE=n` per listed code.
 """
@@ -26,6 +28,7 @@ def main() -> None:
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--spec", default="quickstart-plan@4")
     ap.add_argument("--rules", type=Path, default=None)
+    ap.add_argument("--base-rules", type=Path, default=None, help="the rule set to compare with (default: the spec's)")
     ap.add_argument("--codes", default="PLAN011,FIT004")
     ap.add_argument("--show-accepted", action="store_true",
                     help="also print every plan accepted at generation that no reject rule of --rules finds (what "
@@ -38,7 +41,7 @@ def main() -> None:
     from mashbill.validators.ruleset import DEFAULT_RULES, load_ruleset
 
     rs = load_spec(find_spec(args.spec))
-    old = RecordChecker.for_spec(rs)
+    old = RecordChecker.for_spec(rs, load_ruleset(args.base_rules)) if args.base_rules else RecordChecker.for_spec(rs)
     new = RecordChecker.for_spec(rs, load_ruleset(args.rules or DEFAULT_RULES))
     codes = args.codes.split(",")
     with Store.open(args.store, read_only=True) as store:

@@ -40,6 +40,12 @@ _NUMBER = re.compile(r"\d|(?i:\b(?:one|two|three|four|five|six|seven|eight|nine|
 _CALC = re.compile(r"<<([^=<>]+)=[^<>]*>>")
 
 
+def states_quantity(query: str) -> bool:
+    """Does a query state something to compute (a number in digits or words), rather than name a widget
+    ("calculator", "unit converter", "kg")?"""
+    return _NUMBER.search(query) is not None
+
+
 def _jsonl(path: Path):
     with open(path, encoding="utf-8") as f:
         for line in f:

@@ -1,7 +1,7 @@
 """Recall and false triggers of precision-first (HR001) on real public queries, false rejects of correct-tool
 plans, and the PII false-flag rate.
 
-    .venv/bin/python bench/triggers.py [--queries DIR] [--show N]
+    .venv/bin/python bench/triggers.py [--queries DIR] [--show N] [--suite] [--rules FILE]
 
 The labelled set is built from DIR (default $MASHBILL_QUERIES_DIR or /work/shared/data/queries-dev) by
 bench/trigger_set.py; point --queries at another half of the same sources to measure on unseen queries.
@@ -12,10 +12,18 @@ bench/trigger_set.py; point --queries at another half of the same sources to mea
 - correct_plan_false_reject: share of the correct-tool plans (built from the sources' gold slots and calculator
   calls) that the tool-routing rules (HR*) or the plan contract (PLAN*) reject; their arguments and task texts
   are schematic, so argument-fidelity and drift rejects are printed apart, not counted;
-- pii_false_flag_rate: share of all public query texts with any PII finding (they hold no personal data).
+- pii_false_flag_rate: share of all public query texts with any PII finding (they hold no personal data);
+- ddg_compute_recall: hr001_recall on the DuckDuckGo tool queries that state something to compute (a number in
+  digits or words; not a bare widget name such as "calculator" or "kg").
 
 One line per split (tune = even rows of each source, report = odd rows) and per source, then the last line over
 all rows: `hr001_recall=R hr001_false_trigger=F correct_plan_false_reject=X pii_false_flag_rate=P rows=N`.
+
+--suite adds the paraphrase suite (bench/paraphrase_suite.py, its default seed): requests written from classes of
+phrasing in English and German, with gold tools and operands. One line per language and per class, and the last
+line gains `suite_recall=R suite_false_trigger=F suite_arg_false_reject=A` (A: the suite's gold plans, which call
+the gold tool with the stated operands, rejected by an argument check ARG001-ARG004). A rate with an empty
+denominator prints as n/a.
 """
 
 from __future__ import annotations
@@ -31,14 +39,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import trigger_set  # noqa: E402
 
 
-def _rate(a: int, b: int) -> float:
-    return a / b if b else 0.0
+def _rate(a: int, b: int) -> str:
+    """a/b to four places, or n/a when nothing was counted (0.0000 would read as a measured zero)."""
+    return f"{a / b:.4f}" if b else "n/a"
+
+
+def suite_stats(rules, trig, catalog, shown, show: int = 0) -> tuple[dict, list[str]]:
+    """Recall, false triggers and argument false rejects on the paraphrase suite: {(key, metric): [hits, total]}
+    with key "suite", the language or "lang:class", and the lines of misses to print."""
+    import paraphrase_suite
+
+    from mashbill.validators.routing import check_plan
+
+    stats = defaultdict(lambda: [0, 0])
+    bad: list[str] = []
+    for r in paraphrase_suite.suite():
+        a = trig.analyze(r["query"])
+        keys = ("suite", r["lang"], f"{r['lang']}:{r['class']}")
+        if r["side"] == "tool":
+            ok = r["tool"] in {t for ts in a.intents.values() for t in ts}
+            for k in keys:
+                stats[k, "recall"][0] += ok
+                stats[k, "recall"][1] += 1
+            if not ok:
+                bad.append(f"[suite miss] {r['class']}: {r['query']!r} -> {sorted(a.intents)}")
+            verdicts = check_plan(rules, r["query"], r["plan"], shown, catalog, a)
+            arg = [v for v in verdicts if v.severity == "reject" and v.code.startswith("ARG")]
+            for k in keys:
+                stats[k, "arg"][0] += bool(arg)
+                stats[k, "arg"][1] += 1
+            if arg:
+                bad.append(f"[suite arg] {r['class']}: {r['query']!r}: {arg[0].code} {arg[0].detail[:110]}")
+        else:
+            fired = bool(a.intents)
+            for k in keys:
+                stats[k, "false"][0] += fired
+                stats[k, "false"][1] += 1
+            if fired:
+                bad.append(f"[suite false] {r['class']}: {r['query']!r} -> {a.evidence}")
+    return stats, bad
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=Path, default=trigger_set.DEFAULT_DIR)
     ap.add_argument("--show", type=int, default=0, help="print up to N misses, false triggers and false rejects")
+    ap.add_argument("--suite", action="store_true", help="also measure the paraphrase suite (bench/paraphrase_suite.py)")
+    ap.add_argument("--rules", type=Path, default=None, help="routing rule set file (default: the latest)")
     args = ap.parse_args()
 
     from mashbill.specs.loader import LIBRARY, load_catalog
@@ -48,7 +95,7 @@ def main() -> None:
     from mashbill.validators.ruleset import load_ruleset
     from mashbill.validators.triggers import triggers_for
 
-    rules = load_ruleset()
+    rules = load_ruleset(args.rules) if args.rules else load_ruleset()
     catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
     trig = triggers_for(rules)
     shown = Shown(None)
@@ -63,6 +110,8 @@ def main() -> None:
     other: dict[str, int] = {}
     for r, a in zip(data, analysed):
         keys = ("all", r["split"], r["source"])
+        if r["need"] and r["source"].startswith("ddg:") and trigger_set.states_quantity(r["query"]):
+            keys += ("ddg_compute",)
         if r["need"]:
             tools = {t for ts in a.intents.values() for t in ts}
             ok = any(n in tools for n in r["need"].split("|"))
@@ -111,20 +160,34 @@ def main() -> None:
 
     def line(k: str) -> str:
         rec, fal, rej = stats[k, "recall"], stats[k, "false"], stats[k, "reject"]
-        return (f"recall={_rate(*rec):.4f} ({rec[0]}/{rec[1]}) false_trigger={_rate(*fal):.4f} ({fal[0]}/{fal[1]}) "
-                f"false_reject={_rate(*rej):.4f} ({rej[0]}/{rej[1]})")
+        return (f"recall={_rate(*rec)} ({rec[0]}/{rec[1]}) false_trigger={_rate(*fal)} ({fal[0]}/{fal[1]}) "
+                f"false_reject={_rate(*rej)} ({rej[0]}/{rej[1]})")
 
     for src in sorted({r["source"] for r in data}):
         print(f"{src:28s} {line(src)}")
     for split in ("tune", "report"):
         print(f"split={split:22s} {line(split)}")
+    print(f"ddg_compute (DuckDuckGo tool queries that state a number) {line('ddg_compute')}")
     print(f"not counted (schematic plan arguments/texts): {dict(sorted(other.items()))}")
     print(f"triggers_per_s={len(data) / trig_s:.0f} pii_texts_per_s={len(texts) / pii_s:.0f} "
           f"pii_flags={len(flagged)}/{len(texts)}")
+    tail = ""
+    if args.suite:
+        ss, bad = suite_stats(rules, trig, catalog, shown)
+        for kind in ("[suite miss]", "[suite false]", "[suite arg]"):
+            for b in [b for b in bad if b.startswith(kind)][:args.show]:
+                print(b)
+        for k in sorted({k for k, _ in ss if ":" in k}) + ["en", "de"]:
+            rec, fal, arg = ss[k, "recall"], ss[k, "false"], ss[k, "arg"]
+            print(f"suite {k:26s} recall={_rate(*rec)} ({rec[0]}/{rec[1]}) false_trigger={_rate(*fal)} "
+                  f"({fal[0]}/{fal[1]}) arg_false_reject={_rate(*arg)} ({arg[0]}/{arg[1]})")
+        tail = (f" suite_recall={_rate(*ss['suite', 'recall'])} suite_false_trigger={_rate(*ss['suite', 'false'])} "
+                f"suite_arg_false_reject={_rate(*ss['suite', 'arg'])}")
     a = stats
-    print(f"hr001_recall={_rate(*a['all', 'recall']):.4f} hr001_false_trigger={_rate(*a['all', 'false']):.4f} "
-          f"correct_plan_false_reject={_rate(*a['all', 'reject']):.4f} "
-          f"pii_false_flag_rate={_rate(len(flagged), len(texts)):.4f} rows={len(data)}")
+    print(f"hr001_recall={_rate(*a['all', 'recall'])} hr001_false_trigger={_rate(*a['all', 'false'])} "
+          f"correct_plan_false_reject={_rate(*a['all', 'reject'])} "
+          f"pii_false_flag_rate={_rate(len(flagged), len(texts))} rows={len(data)}{tail} "
+          f"ddg_compute_recall={_rate(*a['ddg_compute', 'recall'])}")
 
 
 if __name__ == "__main__":

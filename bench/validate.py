@@ -74,6 +74,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="processes for the naive pass")
     ap.add_argument("--naive-sample", type=int, default=0, help="naive method on a random sample only (see above)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rules", type=Path, default=None,
+                    help="routing rule set file (default: the latest); run twice to compare two versions")
     args = _ARGS = ap.parse_args()
 
     import json
@@ -95,7 +97,7 @@ def main() -> None:
     n = args.records
 
     # ---- 1. schema + rules + dedup
-    rules = load_ruleset()
+    rules = load_ruleset(args.rules) if args.rules else load_ruleset()
     catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
     schema = json.loads((LIBRARY / "shared" / "schemas" / "plan@1.json").read_text(encoding="utf-8"))
     examples = spec_examples(load_spec(find_spec("plan-moe")))

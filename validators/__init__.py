@@ -5,7 +5,7 @@ Each check returns verdicts (``mashbill.factory.records.Verdict``) with a stable
 
 - ``SCHEMA001`` output does not match the spec's output schema; ``SCHEMA002`` output missing or not JSON.
 - ``PLAN001``-``PLAN009`` plan contract, ``HR001``-``HR008`` routing rules, ``FIT001`` category fit: see the rule set
-  (``specs/library/shared/rules/moe-routing@5.yaml``) and ``routing.py``, one entry per rule.
+  (``specs/library/shared/rules/moe-routing@6.yaml``) and ``routing.py``, one entry per rule.
 - ``SPAN001`` target partly cut, ``SPAN002`` fully cut, ``SPAN003`` prompt alone fills the window, ``SPAN004`` left
   truncation drops the start of the prompt, ``SPAN005`` the loss covers no token, ``SPAN006`` assistant turn not
   found in the rendered chat, ``SPAN007`` the chat template refused the conversation, ``SPAN008`` an assistant turn is

@@ -230,6 +230,42 @@ def unrelated(query: str, task, min_shared: int, words=content, query_words=None
     return len(found & (query_words() if query_words else content(query))) < min_shared
 
 
+_FUNCTION = {"en": frozenset("the a an and of to in for is are what how with on my me please which this that".split()),
+             "de": frozenset("der die das den dem ein eine einen und ist sind wie was zu von mit für ich mir mein "
+                             "bitte welche nach auf im des wird".split())}
+_LETTERS = re.compile(r"[^\W\d_]+")
+_NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def language(text: str) -> str | None:
+    """'en' or 'de' when the text's function words clearly point one way, else None (no model is loaded)."""
+    words = [w.casefold() for w in _LETTERS.findall(text)]
+    en = sum(w in _FUNCTION["en"] for w in words)
+    de = sum(w in _FUNCTION["de"] for w in words)
+    if en > 2 * de and en >= 1:
+        return "en"
+    if de > 2 * en and de >= 1:
+        return "de"
+    return None
+
+
+def other_language_related(query: str, task) -> bool:
+    """A task in the other language than the query (an English task for a German request) that restates one of the
+    query's numbers in its text or tool arguments: related although it shares no word. A task with no number in
+    common is still judged by shared roots (cognates such as Photosynthese/photosynthesis meet; a translated noun
+    does not): accepting a drifted plan costs more than losing a right one."""
+    text = " ".join(_task_texts(task))
+    lq, lt = language(query), language(text)
+    if lq is None or lt is None or lq == lt:
+        return False
+    numbers = {n.replace(",", ".") for n in _NUMBERS.findall(query)}
+    if not numbers:
+        return False
+    args = task.get("mcp_args")
+    said = text + " " + (json.dumps(args, ensure_ascii=False) if args is not None else "")
+    return bool(numbers & {n.replace(",", ".") for n in _NUMBERS.findall(said)})
+
+
 # ---------------------------------------------------------------- no prompt echo
 
 _EXAMPLE_LINE = re.compile(r"^\s*(?:Request|Plan)\s*:", re.I)

@@ -192,6 +192,20 @@ def _whole(q: str, start: int, end: int) -> bool:
     return not _INSIDE.search(q[max(0, start - 12):start]) and not _CONTINUES.match(q[end:end + 12])
 
 
+_REMAINDER = re.compile(r"(?i)\b(?:remainder|rest|modulo|mod)\b")
+
+
+def remainders(query: str, text: str) -> tuple[float, ...]:
+    """a mod b for a division the query states ("welcher Rest bleibt bei 17 durch 5" -> 2), in every reading of its
+    numbers, when the query asks for a remainder; else nothing."""
+    if _REMAINDER.search(query) is None:
+        return ()
+    per = expr.numbers_in(text)
+    if len(per) != 2:
+        return ()
+    return tuple(a % b for a in per[0] for b in per[1] if b)
+
+
 def query_computations(query: str) -> list[Computation]:
     """The computations a query states outright, each with its value(s); [] when it states none."""
     q = query.lower()
@@ -253,7 +267,7 @@ def plan_values(tasks) -> tuple[dict[str, float], list[tuple[str, str, str]]]:
 
 _UNITS: dict[int, tuple[dict, dict[str, str]]] = {}
 _UNIT_TOKEN = re.compile(r"°\s?[cf](?![a-z])|\d+(?:[.,]\d+)*|[^\W\d_]+(?:/[^\W\d_]+)?|['\"]")
-_UNIT_BEFORE = {"to", "in", "into", "zu", "nach", "von", "from", "many", "much", "viele", "viel", "a", "an", "one",
+_UNIT_BEFORE = {"to", "in", "into", "zu", "nach", "von", "from", "many", "much", "viele", "viel", "vielen", "a", "an", "one",
                 "ein", "eine", "einen", "per", "pro", "und", "and"}
 _UNIT_AFTER = {"to", "in", "into", "nach", "zu", "equal", "equals", "make", "sind", "is", "are", "ist"}
 
@@ -274,11 +288,19 @@ def unit_index(units: dict[str, list[str]]) -> dict[str, str]:
     return hit[1]
 
 
-def units_named(query: str, units: dict[str, list[str]]) -> set[str]:
+# the query's own notation for "in which unit": "10 lbs ?= kg", "5 m =? ft", "7 ? kg", "3 ft = ? cm"
+_ASKS = re.compile(r"\s*(?:\?\s*=|=\s*\?|=|(?<=\w)\s+\?(?=\s+\w))\s*")
+
+
+def units_named(query: str, units: dict[str, list[str]], notation: bool = False) -> set[str]:
     """The units a query names: its words and runs of up to four words looked up in the unit table. A name of one
-    or two letters ("m", "in", "ft") counts only after a number or after "to"/"in"/"nach"..."""
+    or two letters ("m", "in", "ft") counts only after a number or after "to"/"in"/"nach"... (`notation`: also
+    after "=", "?=", "=?" or a lone "?", read as "to")."""
     idx = unit_index(units)
-    toks = _UNIT_TOKEN.findall(query.lower())
+    low = query.lower()
+    if notation and ("=" in low or "?" in low):
+        low = _ASKS.sub(" to ", low)
+    toks = _UNIT_TOKEN.findall(low)
     named = set()
     for i, t in enumerate(toks):
         key = ""
@@ -297,11 +319,11 @@ def units_named(query: str, units: dict[str, list[str]]) -> set[str]:
     return named
 
 
-def unit_problems(query: str, args, units: dict[str, list[str]]) -> list[str]:
+def unit_problems(query: str, args, units: dict[str, list[str]], notation: bool = False) -> list[str]:
     if not isinstance(args, dict):
         return []
     idx = unit_index(units)
-    named = units_named(query, units)
+    named = units_named(query, units, notation)
     out = []
     for key in ("from_unit", "to_unit"):
         u = args.get(key)

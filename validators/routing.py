@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
-from mashbill.validators import drift, fidelity
+from mashbill.validators import drift, fidelity, numwords
 from mashbill.validators.drift import InstructionLine, WorkedExample
 from mashbill.validators.expr import PLACEHOLDER, matches
 from mashbill.validators.plans import Plan, PlanTask, Shown, parse_plan
@@ -397,6 +397,8 @@ def arg_numbers(ctx: RuleContext) -> list[str]:
         if isinstance(args, dict) and t.get("mcp_tool") in _DATE_TOOLS:
             args = {k: v for k, v in args.items() if not isinstance(v, str)}  # dates: arg-units-dates
         bad = fidelity.invented_numbers(ctx.query, args, fid.constants)
+        for spelled in numwords.readings(ctx.rs, ctx.query) if bad else ():  # a number spelled out is stated too
+            bad = [b for b in bad if b in fidelity.invented_numbers(spelled, args, fid.constants)]
         if bad:
             shown = ", ".join(f"{b:g}" for b in bad)
             out.append(f"{_label(t)}: {t.get('mcp_tool')} uses {shown}, which the query does not state")
@@ -417,7 +419,8 @@ def arg_operation(ctx: RuleContext) -> list[str]:
     tol = ctx.rs.fidelity.tolerance
     out = []
     for c in wanted:
-        if not any(matches(v, w, tol) for v in values.values() for w in c.values):
+        accept = c.values + (fidelity.remainders(ctx.query, c.text) if ctx.rs.fidelity.read_notation else ())
+        if not any(matches(v, w, tol) for v in values.values() for w in accept):
             got = "; ".join(f"{e!r} = {values[t.id]:g}" for t in calc
                             if t.id in values and isinstance(e := (t.get("mcp_args") or {}).get("expression"), str))
             out.append(f"the query computes '{c.text}' = {c.values[0]:g}; the plan computes {got}")
@@ -435,8 +438,11 @@ def arg_expression(ctx: RuleContext) -> list[str]:
 def arg_units_dates(ctx: RuleContext) -> list[str]:
     out = []
     for t in _tool_tasks(ctx, "unit_convert"):
-        out += [f"{_label(t)}: {p}" for p in fidelity.unit_problems(ctx.query, t.get("mcp_args"),
-                                                                    ctx.rs.fidelity.units)]
+        fid = ctx.rs.fidelity
+        found = fidelity.unit_problems(ctx.query, t.get("mcp_args"), fid.units, fid.read_notation)
+        if found and (spelled := numwords.for_rules(ctx.rs, ctx.query)) != ctx.query:  # "seventy-two kg"
+            found = fidelity.unit_problems(spelled, t.get("mcp_args"), fid.units, fid.read_notation)
+        out += [f"{_label(t)}: {p}" for p in found]
     for t in _tool_tasks(ctx, *_DATE_TOOLS):
         out += [f"{_label(t)}: {p}" for p in fidelity.date_problems(ctx.query, t.get("mcp_args"))]
     return out
@@ -479,7 +485,8 @@ def no_drift(ctx: RuleContext) -> list[str]:
         if not t.is_dict or t.depends_on or PLACEHOLDER.search(str(t.get("task") or "")):
             continue  # a task building on an earlier result is about that result
         if drift.unrelated(ctx.query, t, ctx.rs.drift.min_shared, ctx.words, lambda: ctx.query_words,
-                           ctx.rs.drift.match):
+                           ctx.rs.drift.match) and not (ctx.rs.drift.cross_language
+                                                        and drift.other_language_related(ctx.query, t)):
             out.append(f"{_label(t)} shares no content with the query")
     return out
 

@@ -1,4 +1,4 @@
-"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@5.yaml``).
+"""The versioned routing rule set that plan specs reference (``rules: ../shared/rules/moe-routing@6.yaml``).
 
 The file is data: codes, severities, bounds, trigger patterns. It is loaded with ``yaml.safe_load`` into the
 pydantic models below (unknown keys are rejected) and every pattern is compiled up front, so a bad regex is a
@@ -24,7 +24,7 @@ from mashbill.specs.yamlio import line_for
 from mashbill.validators.complexity_rules import load_complexity_rules
 from mashbill.validators.rulebase import Checks, RuleEntry
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@5.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@6.yaml"
 
 
 class TaskCount(Strict):
@@ -63,6 +63,12 @@ class Units(Strict):
     unit of the same dimension; ignored words are never the unit a conversion starts from ("7 am to 9 pm")."""
     aliases: dict[str, str] = {}
     ignore: list[str] = []
+    # more words between a quantity's unit and the unit asked for ("equals what in", "?="), space-separated tokens
+    connectors: list[str] = []
+    # the unit asked for may come first when the query starts with it ("hectares in 39,461 acres")
+    target_first: bool = False
+    # more phrases that ask for the unit before the quantity, as "how many" does ("wie viel Milliliter sind ...")
+    how_many: list[str] = []
 
 
 # Contexts computed in code rather than by a pattern (validators/triggers.py): usable in `all` and `none`.
@@ -127,6 +133,14 @@ class Fidelity(Strict):
     constants: list[float] = [0, 1, 2, 3, 10, 100, 1000]
     tolerance: float = Field(1e-6, gt=0, lt=0.1)
     units: dict[str, list[str]] = {}
+    # (@6) read the query's notation for the unit asked for: "10 lbs ?= kg", "5 m =? ft", "7 ? kg"
+    read_notation: bool = False
+
+
+class NumberWords(Strict):
+    """Spelled numbers read as digits (validators/numwords.py) before the triggers and argument checks read a query."""
+
+    languages: list[Literal["en", "de", "fr", "es", "pt", "it", "nl", "da"]] = ["en", "de"]
 
 
 class Drift(Strict):
@@ -139,6 +153,9 @@ class Drift(Strict):
     match: Literal["prefix", "stem"] = "prefix"
     # no-prompt-echo (@4): the share of a task text's words that stand in one instruction line of the prompt
     echo_share: float = Field(0.8, gt=0, le=1)
+    # (@6) a task written in the other language than the query (English for a German request) cannot share its
+    # words: it counts as related when it shares a root or a number, or the query states no number
+    cross_language: bool = False
 
 
 class RuleSet(Strict):
@@ -164,6 +181,7 @@ class RuleSet(Strict):
     truncation: Truncation | None = None
     search_query: SearchQuery | None = None
     fidelity: Fidelity = Fidelity()
+    number_words: NumberWords | None = None
     drift: Drift = Drift()
     checks: Checks = Checks()
     _recall: tuple[str, ...] = PrivateAttr(default=())  # recall_request's patterns, read at load time

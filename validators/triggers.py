@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from mashbill.validators.complexity_rules import compile_cues
+from mashbill.validators.numwords import for_rules
 from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
 from mashbill.validators.truncation import CutWords
 
@@ -187,7 +188,8 @@ class Triggers:
         if self._units is None:
             from mashbill.validators.units import matcher
 
-            self._units = matcher(self.rs.units.aliases, self.rs.units.ignore)
+            u = self.rs.units
+            self._units = matcher(u.aliases, u.ignore, tuple(u.connectors), u.target_first, tuple(u.how_many))
         return self._units
 
     def mask(self, query: str) -> str:
@@ -209,6 +211,11 @@ class Triggers:
     def analyze(self, query: str) -> QueryTriggers:
         lowered = query.lower()
         same = len(lowered) == len(query)  # lower-casing kept the offsets (true but for a few rare letters)
+        text = query
+        if self.rs.number_words is not None:  # "three hundred" -> "300" (validators/numwords.py)
+            text = for_rules(self.rs, query)
+            if text != query:
+                lowered, same = text.lower(), False
         masked = self.mask(lowered)
         memo: dict[str, bool] = {}
         computed: dict[str, str] = {}  # evidence of the computed contexts
@@ -217,7 +224,7 @@ class Triggers:
             v = memo.get(name)
             if v is None:
                 if name == "unit_pair":
-                    found = self.units().find(query)
+                    found = self.units().find(text)
                     v = memo[name] = found is not None
                     if found:
                         computed[name] = found

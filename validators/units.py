@@ -40,7 +40,7 @@ _LEAD_WORD = re.compile(r"\d|(?<!\w)(?:a|an|one|ein|eine|many|viele|half|halb|co
 _LEADING = {"a", "an", "one", "ein", "eine", "many", "viele", "half", "halb", "convert", "umrechnen"}
 
 
-def _lead_ok(words: list[str], at_start: bool) -> bool:
+def _lead_ok(words: list[str], at_start: bool, leading: frozenset[str] | set[str] = frozenset()) -> bool:
     """Can the words before a connector end in a unit phrase after a quantity, "how many" or the query's start?"""
     for n in (1, 2, 3):
         if n > len(words):
@@ -50,7 +50,7 @@ def _lead_ok(words: list[str], at_start: bool) -> bool:
         if n == len(words):
             return at_start
         before = words[-n - 1].lower()
-        if before[-1:].isdigit() or before in _LEADING or before[-1:] in "'\"″′":
+        if before[-1:].isdigit() or before in _LEADING or before in leading or before[-1:] in "'\"″′":
             return True
     return False
 
@@ -61,10 +61,32 @@ _QUANTITY_WORDS = {"a", "an", "one", "ein", "eine", "half", "halb"}
 
 
 class UnitMatcher:
-    def __init__(self, aliases: dict[str, str], ignore: list[str]):
+    """`connectors`: more words between the two units than the built-in ones ("equals what in", "?="), each a
+    space-separated phrase; `target_first`: the unit asked for may come first ("hectares in 39,461 acres", "psi in
+    480 bar") when the query starts with it."""
+
+    def __init__(self, aliases: dict[str, str], ignore: list[str], connectors: tuple[str, ...] = (),
+                 target_first: bool = False, how_many: tuple[str, ...] = ()):
         self.aliases = {k.lower(): v for k, v in aliases.items()}
         self.ignore = {i.lower() for i in ignore}
         self._ureg = None
+        self.target_first = target_first
+        self.how_many = [["how", "many"], ["wie", "viele"]]
+        self.how_many += [h.lower().split() for h in how_many if len(h.split()) in (1, 2)]
+        self.leading = {h[-1] for h in self.how_many[2:]}
+        self.lead_re = _LEAD_WORD if not how_many else re.compile(
+            _LEAD_WORD.pattern + "|(?<!\\w)(?:" + "|".join(re.escape(h.split()[-1]) for h in how_many) + ")(?!\\w)",
+            re.IGNORECASE)
+        self.connectors = {k: list(v) for k, v in _CONNECTORS.items()}
+        extra = [tuple(_TOKEN.findall(c.lower())) for c in connectors]
+        for c in sorted(extra, key=len, reverse=True):
+            if c and c not in self.connectors.setdefault(c[0], []):
+                self.connectors[c[0]].append(c)
+                self.connectors[c[0]].sort(key=len, reverse=True)
+        firsts = sorted({c[0] for c in extra if c} - {c[0] for c in _CONNECTOR_LIST})
+        self.connector_re = _CONNECTOR_RE if not firsts else re.compile(
+            _CONNECTOR_RE.pattern[:-len(")(?!\\w)")] + "".join("|" + re.escape(f) for f in firsts) + ")(?!\\w)",
+            re.IGNORECASE)
 
     def _registry(self):
         if self._ureg is None:
@@ -102,7 +124,7 @@ class UnitMatcher:
 
     def _phrase(self, toks: list[str], a: int, b: int, left: bool) -> str | None:
         words = toks[a:b]
-        if any(not w[0].isalpha() and not w.startswith("°") for w in words):
+        if any(not w[0].isalpha() and not w.startswith("°") and w not in self.aliases for w in words):
             return None
         if left and (words[0].lower() in self.ignore or " ".join(words).lower() in self.ignore):
             return None
@@ -111,14 +133,14 @@ class UnitMatcher:
     def find(self, text: str) -> str | None:
         """Evidence text when the query asks to convert a quantity between units of the same dimension."""
         text = text[:400]
-        for conn in _CONNECTOR_RE.finditer(text):
+        for conn in self.connector_re.finditer(text):
             # the words before a connector must end in a unit after a quantity, "how many" or the query's start;
             # only that stretch is tokenised (long queries hold many "in" and "to")
             pos = conn.start()
             start = max(0, pos - 48)
-            if start and _LEAD_WORD.search(text, start, pos) is None:
+            if start and self.lead_re.search(text, start, pos) is None:
                 continue
-            if not _lead_ok(text[start:pos].split(), start == 0):
+            if not _lead_ok(text[start:pos].split(), start == 0, self.leading):
                 continue
             hit = self._find_in(text[start:conn.end() + 40], at_start=start == 0)
             if hit:
@@ -132,7 +154,7 @@ class UnitMatcher:
             toks.extend([m.group(1), m.group(2)] if m else [t])  # "5feet", "10ug", "36.0c"
         lows = [t.lower() for t in toks]
         for i in range(1, len(toks)):
-            for conn in _CONNECTORS.get(lows[i], ()):
+            for conn in self.connectors.get(lows[i], ()):
                 j = i + len(conn)
                 if tuple(lows[i:j]) != conn:
                     continue
@@ -150,7 +172,8 @@ class UnitMatcher:
                 continue
             before = lows[lstart - 1] if lstart > 0 else ""
             quantity = bool(_NUMBER.match(before)) or before in _QUANTITY_WORDS or before in ('"', "'", "″", "′")
-            how_many = lows[max(0, lstart - 2):lstart] in (["how", "many"], ["wie", "viele"])
+            how_many = (lows[max(0, lstart - 2):lstart] in self.how_many
+                        or lows[max(0, lstart - 1):lstart] in self.how_many)
             whole = at_start and (lstart == 0 or (lstart == 1 and lows[0] in ("convert", "umrechnen")))
             if not (quantity or how_many or whole) or (how_many_only and not how_many):
                 continue
@@ -158,7 +181,9 @@ class UnitMatcher:
             if ldim is None:
                 continue
             k = j
-            while k < len(toks) and (lows[k] in _ARTICLES or (how_many and _NUMBER.match(lows[k]))):
+            # the quantity after the connector: "how many cm in 3 feet", or the target first ("cm in 3 feet")
+            after = how_many or (whole and self.target_first)
+            while k < len(toks) and (lows[k] in _ARTICLES or (after and _NUMBER.match(lows[k]))):
                 k += 1
             for m in (3, 2, 1):
                 if k + m > len(toks):
@@ -176,9 +201,10 @@ class UnitMatcher:
 _MATCHERS: dict[tuple, UnitMatcher] = {}
 
 
-def matcher(aliases: dict[str, str], ignore: list[str]) -> UnitMatcher:
-    key = (tuple(sorted(aliases.items())), tuple(sorted(ignore)))
+def matcher(aliases: dict[str, str], ignore: list[str], connectors: list[str] | tuple[str, ...] = (),
+            target_first: bool = False, how_many: list[str] | tuple[str, ...] = ()) -> UnitMatcher:
+    key = (tuple(sorted(aliases.items())), tuple(sorted(ignore)), tuple(connectors), target_first, tuple(how_many))
     m = _MATCHERS.get(key)
     if m is None:
-        m = _MATCHERS[key] = UnitMatcher(aliases, ignore)
+        m = _MATCHERS[key] = UnitMatcher(aliases, ignore, tuple(connectors), target_first, tuple(how_many))
     return m

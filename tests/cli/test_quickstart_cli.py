@@ -78,7 +78,7 @@ def test_quickstart_refuses_a_bad_option_before_any_work(tmp_path):
 
 
 def test_quickstart_plans_it_accepts_fit_the_request(quickstart):
-    """Accepted must mean right (moe-routing@5): the quick start plans with the latest quickstart-plan, and no accepted
+    """Accepted must mean right (moe-routing@5, @6): the quick start plans with the latest quickstart-plan, and no accepted
     plan of a translation request, a recall question, a medical or a code request lacks the category it needs when that
     category was shown, nor repeats a task, nor has a task cut off mid-phrase. Under @3, 5 of 10 accepted plans were
     wrong by eye; under @4, "Under the Hague-Visby Rules," and metformin as general (README, "Plan yield of the quick
