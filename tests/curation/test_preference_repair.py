@@ -25,10 +25,10 @@ TETRIS_Q = "Write a Tetris game in Python with pygame."
 
 def _chain(rec, wrong, codes):
     """The attempt rows factory.repair writes for a record accepted at its second attempt."""
-    first = {"record_id": rec.id, "attempt": 1, "repairs": None, "status": "rejected", "output": wrong,
+    first = {"record_id": rec.id, "attempt": 1, "sample": 0, "repairs": None, "status": "rejected", "output": wrong,
              "raw": json.dumps(wrong), "verdicts": [{"code": c, "severity": "reject", "detail": "test", "stage": "generate"}
                                                     for c in codes], "feedback": None}
-    second = {"record_id": rec.id, "attempt": 2, "repairs": 1, "status": "accepted", "output": rec.output,
+    second = {"record_id": rec.id, "attempt": 2, "sample": 0, "repairs": 1, "status": "accepted", "output": rec.output,
               "raw": json.dumps(rec.output), "verdicts": [], "feedback": "Your answer was rejected (repair 1 of 2)."}
     return [first, second]
 
