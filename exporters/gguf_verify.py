@@ -81,6 +81,8 @@ def score_file(path: Path, rows: list[dict], checker, *, metas: list[dict] | Non
     metas = metas if metas is not None else [{} for _ in rows]
     pred = GgufPredictor(path, threads=threads, max_tokens=max_tokens)
     results = []
+    if on_row is not None:
+        on_row(0, len(rows))  # verification starts (a slow first row still shows progress)
     try:
         for res in pred.iter_generate([tuple(r["prompt"]) for r in rows]):
             results.append(res)

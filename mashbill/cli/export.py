@@ -31,14 +31,13 @@ class VerifyProgress:
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
         self.plain = PlainProgress("export gguf", unit="rows") if plain_progress_wanted(enabled) else None
+        self.started = False
 
     def __enter__(self):
-        if self.plain is not None:
-            self.plain.__enter__()
         return self
 
     def __exit__(self, *exc):
-        if self.plain is not None:
+        if self.plain is not None and self.started:
             self.plain.__exit__(*exc)
 
     def __call__(self, name: str, done: int, total: int) -> None:
@@ -46,6 +45,9 @@ class VerifyProgress:
             return
         if self.plain is not None:
             self.plain.label = f"export gguf, verify {name}"
+            if not self.started:  # lines begin with the verification: refused input stays one line on stderr
+                self.started = True
+                self.plain.__enter__()
             self.plain.update(done, total)
         else:
             console.print(f"verify {name}: {done}/{total} rows", soft_wrap=True)

@@ -34,6 +34,7 @@ def test_verification_progress_names_the_file_and_the_rows():
     with VerifyProgress() as p:
         assert p.plain is not None  # pytest's stderr is not a terminal
         p.plain.write = lines.append
+        assert lines == []  # nothing before verification starts: a refused export stays one line on stderr
         p("q8_0", 1, 2)
         assert p.plain.line().startswith("export gguf, verify q8_0: 1/2 rows")
     assert lines[-1].startswith("export gguf, verify q8_0: 1/2 rows")
