@@ -170,13 +170,3 @@ def test_door_detector_finds_raw_sql_and_allows_named_methods():
     assert _door_breaches(code, "mashbill/cli/sql.py") == [
         "mashbill/cli/sql.py:2: uses .con (the store's connection); add a named Store method"]
 
-
-def test_no_test_imports_a_bench_script():
-    """Benchmarks measure the product; a test that loads a bench script tests the bench's copy of the logic, and
-    breaks when the bench changes. Shared readers live in the tests' helpers (bench scripts may import those)."""
-    import re
-
-    loads_bench = re.compile(r"""spec_from_file_location\([^)]*["']bench["']|sys\.path\.insert\([^)]*["']bench["']""")
-    found = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
-             if loads_bench.search(p.read_text(encoding="utf-8"))]
-    assert found == []
