@@ -36,4 +36,4 @@ def test_a_spec_hashes_the_cue_file(tmp_path):
     shutil.copytree(LIBRARY, lib)
     cue = lib / "shared" / "rules" / "moe-complexity@1.yaml"
     cue.write_text(cue.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    assert load_spec(lib / "quickstart" / "quickstart-plan@4.yaml").hash != rs.hash
+    assert load_spec(lib / "archive" / "quickstart" / "quickstart-plan@4.yaml").hash != rs.hash
