@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -104,6 +105,14 @@ def test_push_annotate_pull_freeze(argilla, tmp_path):
     annotator.update(fifth["id"], answer("reject", HAMLET_FIX))
     assert pull_decisions(argilla, spec, store_dir).replaced == 5
     rows = _decisions(store_dir)
+    # the server's search view of a changed response can lag its write on a busy machine: pull again until the
+    # changed answer is the one stored (bounded), then check it
+    deadline = time.monotonic() + 60
+    while (json.loads(rows[ids[4]]["response_values"]).get("correction", {}).get("value") != HAMLET_FIX
+           and time.monotonic() < deadline):
+        time.sleep(0.5)
+        pull_decisions(argilla, spec, store_dir)
+        rows = _decisions(store_dir)
     assert len(rows) == 5 and rows[ids[4]]["decision"] == "reject" and rows[ids[4]]["correction_valid"] is True
 
     # A re-push after review keeps every answer.
