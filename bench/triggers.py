@@ -39,6 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import trigger_set  # noqa: E402
 
 
+def _tally(stats, keys, what: str, hit) -> None:
+    """One more row under each key of `keys` for the rate `what`, a hit when `hit` is true."""
+    for k in keys:
+        stats[k, what][0] += bool(hit)
+        stats[k, what][1] += 1
+
 def _rate(a: int, b: int) -> str:
     """a/b to four places, or n/a when nothing was counted (0.0000 would read as a measured zero)."""
     return f"{a / b:.4f}" if b else "n/a"
@@ -58,23 +64,17 @@ def suite_stats(rules, trig, catalog, shown, show: int = 0) -> tuple[dict, list[
         keys = ("suite", r["lang"], f"{r['lang']}:{r['class']}")
         if r["side"] == "tool":
             ok = r["tool"] in {t for ts in a.intents.values() for t in ts}
-            for k in keys:
-                stats[k, "recall"][0] += ok
-                stats[k, "recall"][1] += 1
+            _tally(stats, keys, "recall", ok)
             if not ok:
                 bad.append(f"[suite miss] {r['class']}: {r['query']!r} -> {sorted(a.intents)}")
             verdicts = check_plan(rules, r["query"], r["plan"], shown, catalog, a)
             arg = [v for v in verdicts if v.severity == "reject" and v.code.startswith("ARG")]
-            for k in keys:
-                stats[k, "arg"][0] += bool(arg)
-                stats[k, "arg"][1] += 1
+            _tally(stats, keys, "arg", bool(arg))
             if arg:
                 bad.append(f"[suite arg] {r['class']}: {r['query']!r}: {arg[0].code} {arg[0].detail[:110]}")
         else:
             fired = bool(a.intents)
-            for k in keys:
-                stats[k, "false"][0] += fired
-                stats[k, "false"][1] += 1
+            _tally(stats, keys, "false", fired)
             if fired:
                 bad.append(f"[suite false] {r['class']}: {r['query']!r} -> {a.evidence}")
     return stats, bad
@@ -115,9 +115,7 @@ def main() -> None:
         if r["need"]:
             tools = {t for ts in a.intents.values() for t in ts}
             ok = any(n in tools for n in r["need"].split("|"))
-            for k in keys:
-                stats[k, "recall"][0] += ok
-                stats[k, "recall"][1] += 1
+            _tally(stats, keys, "recall", ok)
             if not ok:
                 shown_bad["miss"].append(f"{r['source']}: {r['query'][:140]!r} -> {sorted(a.intents)}")
             if not r["plan"]:
@@ -131,16 +129,12 @@ def main() -> None:
             for v in rejects:
                 if v not in bad:
                     other[v.code] = other.get(v.code, 0) + 1
-            for k in keys:
-                stats[k, "reject"][0] += bool(bad)
-                stats[k, "reject"][1] += 1
+            _tally(stats, keys, "reject", bool(bad))
             if bad:
                 shown_bad["reject"].append(f"{r['source']}: {r['query'][:100]!r}: {bad[0].code} {bad[0].detail[:120]}")
         else:
             fired = bool(a.intents)
-            for k in keys:
-                stats[k, "false"][0] += fired
-                stats[k, "false"][1] += 1
+            _tally(stats, keys, "false", fired)
             if fired:
                 shown_bad["false"].append(f"{r['source']}: {r['query'][:140]!r} -> {a.evidence}")
 
