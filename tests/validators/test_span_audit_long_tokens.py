@@ -15,22 +15,12 @@ from mashbill.cli import main
 from mashbill.validators.errors import SpanAuditError
 from mashbill.validators.spans import SpanEngine, TrainingExample, audit
 from mashbill.validators.tokenizer import resolve_chat_template
-from vhelpers import vocab
+from vhelpers import llamacpp_reference, vocab
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
 FAMILIES = {"smollm2": "embedded:smollm2-135m-instruct", "llama3": "llama-bpe", "qwen2": "qwen2", "gpt2": "gpt-2",
             "starcoder": "starcoder"}
-_REF: dict = {}
-
-
-def _ref(path):
-    key = str(path)
-    if key not in _REF:
-        _REF[key] = llama_cpp.Llama(model_path=key, vocab_only=True, verbose=False)
-    return _REF[key]
-
-
 def _tokref(name: str) -> str:
     ref = FAMILIES[name]
     return ref if ref.startswith("embedded:") else str(vocab(ref))
@@ -66,7 +56,7 @@ def test_64_dashes_give_llamacpps_total_with_the_cross_check_on(tmp_path, family
     from mashbill.validators.tokenizer import load_tokenizer
 
     path = load_tokenizer(tokref).path
-    want = len(_ref(path).tokenize(_chatml(DASH_ROW["messages"]).encode("utf-8"), add_bos=False, special=True))
+    want = len(llamacpp_reference(path).tokenize(_chatml(DASH_ROW["messages"]).encode("utf-8"), add_bos=False, special=True))
     assert report["span"]["tokens"]["max"] == want
     cross = report["span"]["audit"]["cross_check"]
     assert cross["tokenizer"] == "llama.cpp" and cross["compared"] == 1 and cross["mismatches"] == 0
@@ -90,7 +80,7 @@ def test_the_longest_tokens_of_every_vocabulary_are_read_whole():
 
 def test_a_byte_without_a_token_is_compared_not_a_crash(smollm2):
     """SmolLM2 has no token for the byte 0x1D: llama.cpp and the trainer's tokenizer both drop it."""
-    assert _ref(smollm2.path).tokenize(b"a\x1db", add_bos=False, special=True) == \
+    assert llamacpp_reference(smollm2.path).tokenize(b"a\x1db", add_bos=False, special=True) == \
         smollm2.tok.encode("a\x1db", add_special_tokens=False)
     engine = SpanEngine(smollm2, resolve_chat_template(smollm2, "chatml"))
     examples = [TrainingExample("ctl", ({"role": "user", "content": "x\x1dy"},

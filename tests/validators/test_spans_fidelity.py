@@ -12,22 +12,12 @@ from click.testing import CliRunner
 from mashbill.cli import main
 from mashbill.validators.spans import SpanEngine, TrainingExample, judge
 from mashbill.validators.tokenizer import resolve_chat_template
-from vhelpers import vocab
+from vhelpers import llamacpp_reference, vocab
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-_REF: dict = {}
-
-
-def _llamacpp(path):
-    key = str(path)
-    if key not in _REF:
-        _REF[key] = llama_cpp.Llama(model_path=key, vocab_only=True, verbose=False)
-    return _REF[key]
-
-
 def _lc_ids(path, text: str, add_special: bool) -> list[int]:
-    return _llamacpp(path).tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
+    return llamacpp_reference(path).tokenize(text.encode("utf-8"), add_bos=add_special, special=True)
 
 
 def _codes(report_path) -> dict:

@@ -76,3 +76,17 @@ def real_queries(data: Path) -> list[tuple[str, str]]:
             if text and len(text) <= 300:
                 rows.append((" ".join(text.split()), lang))
     return rows
+
+
+_LLAMACPP: dict = {}
+
+
+def llamacpp_reference(path):
+    """llama.cpp's own tokenizer for a GGUF file (vocab only), loaded once per file: the reference the span tests
+    compare against."""
+    import llama_cpp
+
+    key = str(path)
+    if key not in _LLAMACPP:
+        _LLAMACPP[key] = llama_cpp.Llama(model_path=key, vocab_only=True, verbose=False)
+    return _LLAMACPP[key]
