@@ -61,6 +61,17 @@ def run_cli(*args: str, cwd: Path | None = None, check: bool = False, timeout: i
     return proc
 
 
+def one_line_error(proc, *needles) -> str:
+    """A CLI subprocess refused its input as the convention says: exit 2 and exactly one `error: ` line on stderr,
+    holding each of `needles`; returns that line."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
 @pytest.fixture(scope="session")
 def minilm(tmp_path_factory):
     """The real all-MiniLM-L6-v2 encoder; its ONNX graph is built once per session into a private folder."""

@@ -9,7 +9,7 @@ import pytest
 
 from mashbill.exporters.manifest import verified_artifact
 from mashbill.exporters.runs import ExportError
-from tests.conftest import run_cli
+from tests.conftest import one_line_error, run_cli
 
 GUARDS = ("heldout: [{text: 'Was ist 7 hoch 5?', expect: math}]\n"
           "guards: [{id: g1, text: 'Hallo', expect: general}]\n")
@@ -26,14 +26,6 @@ def altered(tmp_path, onnx_export):
         f.seek(target.stat().st_size // 2)
         f.write(b"\0" * 4096)
     return export
-
-
-def _one_line(proc, *needles):
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
 
 
 def test_the_helper_names_the_changed_file_and_passes_an_intact_export(tmp_path, onnx_export, altered):
@@ -53,9 +45,9 @@ def test_the_helper_names_the_changed_file_and_passes_an_intact_export(tmp_path,
 
 
 def test_predict_refuses_an_altered_export(altered):
-    _one_line(run_cli("predict", altered / "model.int8.onnx", "Was ist 7 hoch 5?"),
+    one_line_error(run_cli("predict", altered / "model.int8.onnx", "Was ist 7 hoch 5?"),
               str(altered / "model.int8.onnx"), "changed after export")
-    _one_line(run_cli("predict", altered, "Was ist 7 hoch 5?"), str(altered / "model.int8.onnx"))
+    one_line_error(run_cli("predict", altered, "Was ist 7 hoch 5?"), str(altered / "model.int8.onnx"))
 
 
 def test_release_check_and_tag_refuse_an_altered_candidate_and_write_nothing(tmp_path, onnx_export, altered):
@@ -63,9 +55,9 @@ def test_release_check_and_tag_refuse_an_altered_candidate_and_write_nothing(tmp
     guards = tmp_path / "guards.yaml"
     guards.write_text(GUARDS, encoding="utf-8")
     rel = tmp_path / "rel"
-    _one_line(run_cli("release", "check", altered, "--incumbent", path, "--guards", guards, "--dir", rel),
+    one_line_error(run_cli("release", "check", altered, "--incumbent", path, "--guards", guards, "--dir", rel),
               str(altered / "model.int8.onnx"), "changed after export")
-    _one_line(run_cli("release", "check", path, "--incumbent", altered, "--guards", guards, "--dir", rel),
+    one_line_error(run_cli("release", "check", path, "--incumbent", altered, "--guards", guards, "--dir", rel),
               str(altered / "model.int8.onnx"))
-    _one_line(run_cli("release", "tag", "router-prod", altered, "--dir", rel), str(altered / "model.int8.onnx"))
+    one_line_error(run_cli("release", "tag", "router-prod", altered, "--dir", rel), str(altered / "model.int8.onnx"))
     assert not rel.exists()

@@ -9,16 +9,7 @@ import pytest
 
 from mashbill.exporters.runs import ExportError, load_run, snapshot_for
 from mashbill.exporters.staging import staged_dir
-from tests.conftest import run_cli
-
-
-def _one_line_error(proc, *needles):
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
+from tests.conftest import one_line_error, run_cli
 
 
 def test_run_without_lineage_is_refused_and_nothing_is_written(tmp_path):
@@ -26,7 +17,7 @@ def test_run_without_lineage_is_refused_and_nothing_is_written(tmp_path):
     (run / "model").mkdir(parents=True)
     out = tmp_path / "exports" / "x"
     proc = run_cli("export", "onnx", run, "--out", out)
-    _one_line_error(proc, str(run / "lineage.json"), "missing")
+    one_line_error(proc, str(run / "lineage.json"), "missing")
     assert not (tmp_path / "exports").exists() or list((tmp_path / "exports").iterdir()) == []
 
 
@@ -54,7 +45,7 @@ def test_adapter_whose_base_is_missing_is_refused(tmp_path, lora_run):
     (run / "lineage.json").write_text(json.dumps(data))
     out = tmp_path / "exports" / "planner"
     proc = run_cli("export", "gguf", run, "--out", out)
-    _one_line_error(proc, "base_model.path", str(tmp_path / "gone"))
+    one_line_error(proc, "base_model.path", str(tmp_path / "gone"))
     assert not (tmp_path / "exports").exists() or not any((tmp_path / "exports").iterdir())
 
 
@@ -112,7 +103,7 @@ def test_weights_changed_after_training_are_refused_naming_the_file_and_both_has
     _zero_4k(weights)
     out = tmp_path / "exports" / "x"
     proc = run_cli("export", "onnx", run, "--out", out)
-    _one_line_error(proc, str(weights), recorded, sha256_file(weights), "changed after training")
+    one_line_error(proc, str(weights), recorded, sha256_file(weights), "changed after training")
     assert not (tmp_path / "exports").exists() or list((tmp_path / "exports").iterdir()) == []
 
 
@@ -154,5 +145,5 @@ def test_a_truncated_safetensors_is_one_line_not_a_traceback(tmp_path, classify_
     data["files"] = weight_hashes(run)
     (run / "lineage.json").write_text(json.dumps(data))
     proc = run_cli("export", "onnx", run, "--out", tmp_path / "exports" / "x")
-    _one_line_error(proc, str(run / "model"), "cannot load the classifier")
+    one_line_error(proc, str(run / "model"), "cannot load the classifier")
     assert not (tmp_path / "exports").exists() or list((tmp_path / "exports").iterdir()) == []
