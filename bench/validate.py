@@ -25,6 +25,7 @@ with generation markers (what the reference forced for assistant-only loss). The
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import sys
@@ -103,6 +104,7 @@ def main() -> None:
     examples = spec_examples(load_spec(find_spec("plan-moe")))
     checker = RecordChecker(ruleset=rules, schema=schema, catalog=catalog, examples=examples, origin="bench")
     codes: dict[str, int] = {}
+    digest = hashlib.sha1()  # every verdict (record, code, severity, detail) in order: equal digests, equal verdicts
     ids, queries = [], []
     rules_cpu = gen_s = 0.0
     corrections = 0
@@ -115,6 +117,7 @@ def main() -> None:
             meta = {"taxonomy_shown": list(r.taxonomy_shown), "taxonomy_renamed": r.taxonomy_renamed}
             for v in checker.check(r.query, r.plan, meta):  # the one record checker: schema, then the rules
                 codes[v.code] = codes.get(v.code, 0) + 1
+                digest.update(f"{r.id}\t{v.code}\t{v.severity}\t{v.detail}\n".encode("utf-8"))
         rules_cpu += _cpu() - c0
         ids += [r.id for r in recs]
         queries += [r.query for r in recs]
@@ -122,9 +125,10 @@ def main() -> None:
     c1 = _cpu()
     dres = dedup(ids, queries, rules.checks.dedup)
     dedup_cpu = _cpu() - c1
-    for vs in dres.verdicts.values():
+    for key, vs in sorted(dres.verdicts.items()):
         for v in vs:
             codes[v.code] = codes.get(v.code, 0) + 1
+            digest.update(f"{key}\t{v.code}\t{v.severity}\t{v.detail}\n".encode("utf-8"))
     per_core = n / (rules_cpu + dedup_cpu)
     print(f"corpus: {n} records ({corrections} correction samples), generated in {gen_s:.1f}s")
     print(f"schema+rules: {rules_cpu:.1f} cpu-s ({n / rules_cpu:,.0f}/s), dedup: {dedup_cpu:.1f} cpu-s "
@@ -194,7 +198,7 @@ def main() -> None:
     print(f"  agreement {agree}/{len(picked)} on {scope}; targets cut at {args.max_seq_len}: {cut}"
           + (f"; first mismatch {first_bad}" if first_bad else ""))
     print(f"span_speedup={speedup:.1f} span_agreement={agreement:.6f} validate_records_per_s_core={per_core:.0f} "
-          f"records={n}")
+          f"records={n} verdicts_sha={digest.hexdigest()[:16]}")
     sys.exit(0 if agreement == 1.0 else 1)
 
 
