@@ -141,7 +141,7 @@ def parroted(query: str, task, examples: tuple[WorkedExample, ...], share: float
             if w in idx and w not in low:  # a word of an example that the query lacks (even as part of a word)
                 for key in idx[w]:
                     hits[key] = hits.get(key, 0) + 1
-        for (i, j), n in hits.items():
+        for (i, j), n in sorted(hits.items()):  # the first example in prompt order (not the order of a set's hashes)
             ex_text, ex_words = ex_texts[i][j]
             if n >= 2 and len(ex_words) >= 2 and n / len(ex_words) >= share:
                 q = query_words() if query_words else content(query)
