@@ -133,9 +133,13 @@ class QueryTriggers:
         return bool(self.intents)
 
 
+MEMO = 1 << 13  # queries whose triggers a Triggers object keeps
+
+
 class Triggers:
     def __init__(self, rs: RuleSet):
         self.rs = rs
+        self._memo: dict[str, QueryTriggers] = {}
         self.masks = [(_compile(m.pattern), m.replace.lower(), tuple(r.lower() for r in m.requires)) for m in rs.masks]
         self.contexts = {name: _alt(pats) for name, pats in rs.all_contexts().items()}
         self.intents = []
@@ -209,6 +213,16 @@ class Triggers:
         return t
 
     def analyze(self, query: str) -> QueryTriggers:
+        """The triggers of a query, computed once per distinct query (many records share one: samples, corrections,
+        preference pairs) and kept for the last MEMO queries."""
+        hit = self._memo.get(query)
+        if hit is None:
+            if len(self._memo) >= MEMO:
+                del self._memo[next(iter(self._memo))]
+            hit = self._memo[query] = self._analyze(query)
+        return hit
+
+    def _analyze(self, query: str) -> QueryTriggers:
         lowered = query.lower()
         same = len(lowered) == len(query)  # lower-casing kept the offsets (true but for a few rare letters)
         text = query
