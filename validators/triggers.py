@@ -14,6 +14,7 @@ from mashbill.validators.complexity_rules import compile_cues
 from mashbill.validators.numwords import for_rules
 from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
 from mashbill.validators.truncation import CutWords
+from mashbill.validators.prefilter import Gated
 
 _FLAGS = 0  # case-insensitivity comes from lower-casing both the text and the patterns (see _lower_pattern)
 
@@ -77,8 +78,10 @@ def _fast_boundary(p: str) -> str:
         i = start
 
 
-def _compile(pattern: str) -> re.Pattern:
-    return re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS)
+def _compile(pattern: str) -> Gated:
+    """The compiled pattern behind its first-character gate (validators/prefilter.py: same results, and a query
+    holding none of the characters a match can begin with skips the pattern)."""
+    return Gated(re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS))
 
 
 def _alt(patterns: list[str]) -> re.Pattern:
@@ -145,7 +148,7 @@ class Triggers:
         self.intents = []
         for name, intent in rs.intents.items():
             trig = [(_alt(t.any), tuple(t.all), tuple(t.none), tuple(t.yields_to),
-                     re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
+                     Gated(re.compile("|".join(re.escape(r.lower()) for r in t.requires))) if t.requires else None)
                     for t in intent.triggers]
             self.intents.append((name, tuple(intent.tools), trig))
         # Triggers grouped by level, each level in intent order: a trigger runs after every trigger of the intents
@@ -178,7 +181,7 @@ class Triggers:
     @staticmethod
     def _request(req) -> list:
         return [(_alt(t.any), tuple(t.all), tuple(t.none),
-                 re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
+                 Gated(re.compile("|".join(re.escape(r.lower()) for r in t.requires))) if t.requires else None)
                 for t in (req.triggers if req else [])]
 
     def run_together(self, text: str, query: str) -> bool:
