@@ -11,6 +11,7 @@ a negated class, case-insensitive parts, backreferences, a pattern that matches 
 from __future__ import annotations
 
 import re
+from operator import add
 from re import _constants as C  # noqa: N812 (the parser's opcodes, stable across CPython 3.11-3.13)
 from re import _parser
 
@@ -81,7 +82,92 @@ def first_set(rx: re.Pattern) -> tuple[frozenset[str], bool] | None:
     return None if nullable else (frozenset(chars), decimal)
 
 
-_LAST: tuple = (None, frozenset(), [None])  # the last text seen, its characters, [holds a \d character?]
+_K = 3  # the length of the starts read off a pattern
+_MAX_STARTS = 4096
+
+
+def _cat(left: set, right: set) -> set:
+    """Every (string, complete) of left followed by every one of right; a string is cut at _K (then incomplete)."""
+    out = set()
+    for s, c in left:
+        if not c or len(s) >= _K:
+            out.add((s[:_K], False))
+            continue
+        for t, ct in right:
+            u = s + t
+            out.add((u[:_K], False) if len(u) >= _K else (u, ct))
+    if len(out) > _MAX_STARTS:
+        raise _Unbounded
+    return out
+
+
+def _starts_seq(seq) -> set:
+    out = {("", True)}
+    for item in seq:
+        out = _cat(out, _starts_item(*item))
+        if all(not c or len(s) >= _K for s, c in out):
+            break
+    return out
+
+
+_UNKNOWN = {("", False)}  # one character (or more) that is not spelled out
+
+
+def _starts_item(op, av) -> set:
+    """(string, complete) pairs: every match of the item begins with one of the strings; complete ones are the whole
+    match."""
+    if op is C.LITERAL:
+        return {(chr(av), True)}
+    if op is C.IN:
+        chars = set()
+        for iop, iav in av:
+            if iop == C.LITERAL:
+                chars.add(chr(iav))
+            elif iop == C.RANGE and iav[1] - iav[0] <= 64:
+                chars.update(chr(c) for c in range(iav[0], iav[1] + 1))
+            else:
+                return _UNKNOWN
+        return {(c, True) for c in chars}
+    if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+        return {("", True)}  # zero width
+    if op is C.BRANCH:
+        return set().union(*(_starts_seq(b) for b in av[1]))
+    if op is C.SUBPATTERN:
+        return _UNKNOWN if av[1] & re.IGNORECASE else _starts_seq(av[3])
+    if op is getattr(C, "ATOMIC_GROUP", None):
+        return _starts_seq(av)
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT)):
+        lo, hi, sub = av
+        one = _starts_seq(sub)
+        out = {("", True)}
+        for _ in range(min(lo, _K)):
+            out = _cat(out, one)
+        if lo > _K:  # more repetitions than the starts can show: what follows them is unknown
+            out = {(s, False) for s, _ in out}
+        if hi == lo + 1 and lo <= _K:
+            out |= _cat(out, one)  # "?": one more repetition at most
+        elif hi != lo:
+            out |= {(s, False) for s, _ in _cat(out, one)}  # one more repetition, then maybe more: unknown
+        return out
+    return _UNKNOWN
+
+
+def starts(rx: re.Pattern) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(two-character starts, one-character starts): every match of rx begins with one of them (a one-character
+    start: a match that ends there or whose next character is not spelled out). None when a match may begin with a
+    character not spelled out or match the empty string."""
+    if not isinstance(rx.pattern, str) or rx.flags & re.IGNORECASE:
+        return None
+    try:
+        found = _starts_seq(_parser.parse(rx.pattern, rx.flags))
+    except (_Unbounded, re.error, RecursionError):
+        return None
+    if any(s == "" for s, _ in found):
+        return None
+    return frozenset(s for s, _ in found if len(s) == _K), frozenset(s for s, _ in found if len(s) < _K)
+
+
+_LAST: tuple = (None, frozenset(), [None, None])  # the last text, its characters, [holds a \d?, its bigrams]
 
 
 def _state(text: str) -> tuple:
@@ -90,33 +176,46 @@ def _state(text: str) -> tuple:
     global _LAST
     last = _LAST
     if last[0] is not text:
-        last = _LAST = (text, frozenset(text), [None])
+        last = _LAST = (text, frozenset(text), [None, None])
     return last
+
+
+def _bigrams(state: tuple) -> frozenset[str]:
+    box = state[2]
+    if box[1] is None:
+        text = state[0]
+        box[1] = frozenset(map(add, map(add, text, text[1:]), text[2:]))
+    return box[1]
 
 
 class Gated:
     """A compiled pattern behind its first-character gate; ``search``, ``sub`` and ``finditer`` give what the
     pattern gives; everything else is the pattern's own."""
 
-    __slots__ = ("rx", "first", "decimal")
+    __slots__ = ("rx", "first", "decimal", "two", "one")
 
     def __init__(self, rx: re.Pattern):
         self.rx = rx
         got = first_set(rx)
         self.first, self.decimal = got if got is not None else (None, False)
+        self.two, self.one = starts(rx) or (None, None)
 
     def absent(self, text: str) -> bool:
         """True when the pattern certainly has no match in text."""
         if self.first is None:
             return False
-        _, chars, dec = _state(text)
-        if not self.first.isdisjoint(chars):
-            return False
-        if self.decimal:
-            if dec[0] is None:
-                dec[0] = any(c.isdecimal() for c in chars)
-            return not dec[0]
-        return True
+        state = _state(text)
+        chars, box = state[1], state[2]
+        if self.first.isdisjoint(chars):
+            if not self.decimal:
+                return True
+            if box[0] is None:
+                box[0] = any(c.isdecimal() for c in chars)
+            if not box[0]:
+                return True
+        # the first character is there: are the first two (or a lone first one)?
+        return (self.two is not None and self.two.isdisjoint(_bigrams(state))
+                and all(s not in text for s in self.one))
 
     def search(self, text: str):
         return None if self.absent(text) else self.rx.search(text)

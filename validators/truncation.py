@@ -21,6 +21,10 @@ _SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
 _OPEN = {"(": ")", "[": "]", "{": "}", "„": "“", "«": "»"}
 
 
+_QUOTES = {q: (re.compile(rf"(?<![^\W_]){q}(?=[^\W_])"), re.compile(rf"(?<=[^\W_]){q}|{q}(?![^\W_])"))
+           for q in ('"', "'")}
+
+
 @dataclass(frozen=True)
 class CutWords:
     """The rule set's word lists, lower-case. `dangling`: words a request never ends with (articles, conjunctions,
@@ -63,11 +67,10 @@ def cut_off(text: str, query: str, words: CutWords) -> str | None:
     for o, c in _OPEN.items():
         if t.count(o) > t.count(c):
             return f"an open {o!r} is never closed"
-    for q in ('"', "'"):
+    for q, (opening, other) in _QUOTES.items():
         # an opening quote has a word after it and none before; apostrophes inside or after words ("carrier's",
         # "executives' names") are no opening quotes
-        opened = len(re.findall(rf"(?<![^\W_]){q}(?=[^\W_])", t))
-        if opened > len(re.findall(rf"(?<=[^\W_]){q}|{q}(?![^\W_])", t)):
+        if q in t and len(opening.findall(t)) > len(other.findall(t)):
             return f"an open {q} is never closed"
     ws = _words(t)
     if not ws:
