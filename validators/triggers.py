@@ -14,7 +14,6 @@ from mashbill.validators.complexity_rules import compile_cues
 from mashbill.validators.numwords import for_rules
 from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
 from mashbill.validators.truncation import CutWords
-from mashbill.validators.prefilter import Gated
 
 _FLAGS = 0  # case-insensitivity comes from lower-casing both the text and the patterns (see _lower_pattern)
 
@@ -78,10 +77,8 @@ def _fast_boundary(p: str) -> str:
         i = start
 
 
-def _compile(pattern: str) -> Gated:
-    """The compiled pattern behind its first-character gate (validators/prefilter.py: same results, and a query
-    holding none of the characters a match can begin with skips the pattern)."""
-    return Gated(re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS))
+def _compile(pattern: str) -> re.Pattern:
+    return re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS)
 
 
 def _alt(patterns: list[str]) -> re.Pattern:
@@ -136,6 +133,19 @@ class QueryTriggers:
         return bool(self.intents)
 
 
+class AnyOf:
+    """A trigger's `requires` strings: ``search`` is truthy when the text holds any of them, as the alternation of the
+    escaped strings was (substring tests, without the regex engine's pass at every position)."""
+
+    __slots__ = ("words",)
+
+    def __init__(self, words):
+        self.words = tuple(w.lower() for w in words)
+
+    def search(self, text: str) -> bool | None:
+        return True if any(w in text for w in self.words) else None
+
+
 MEMO = 1 << 13  # queries whose triggers a Triggers object keeps
 
 
@@ -148,7 +158,7 @@ class Triggers:
         self.intents = []
         for name, intent in rs.intents.items():
             trig = [(_alt(t.any), tuple(t.all), tuple(t.none), tuple(t.yields_to),
-                     Gated(re.compile("|".join(re.escape(r.lower()) for r in t.requires))) if t.requires else None)
+                     AnyOf(t.requires) if t.requires else None)
                     for t in intent.triggers]
             self.intents.append((name, tuple(intent.tools), trig))
         # Triggers grouped by level, each level in intent order: a trigger runs after every trigger of the intents
@@ -181,7 +191,7 @@ class Triggers:
     @staticmethod
     def _request(req) -> list:
         return [(_alt(t.any), tuple(t.all), tuple(t.none),
-                 Gated(re.compile("|".join(re.escape(r.lower()) for r in t.requires))) if t.requires else None)
+                 AnyOf(t.requires) if t.requires else None)
                 for t in (req.triggers if req else [])]
 
     def run_together(self, text: str, query: str) -> bool:
