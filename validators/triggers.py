@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from mashbill.validators.complexity_rules import compile_cues
+from mashbill.validators.digitgate import gated
 from mashbill.validators.numwords import for_rules
 from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
 from mashbill.validators.truncation import CutWords
@@ -78,7 +79,7 @@ def _fast_boundary(p: str) -> str:
 
 
 def _compile(pattern: str) -> re.Pattern:
-    return re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS)
+    return gated(re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS))  # (digitgate.py: same answers)
 
 
 def _alt(patterns: list[str]) -> re.Pattern:
