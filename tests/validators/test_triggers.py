@@ -209,3 +209,22 @@ def test_requires_by_substring_is_the_escaped_alternation():
                 assert bool(AnyOf(words).search(text)) == bool(rx.search(text)), (words, text)
                 seen += 1
     assert seen > 100
+
+
+def test_a_query_is_analysed_once_per_distinct_query():
+    """Issue 29: records that share a query share its trigger analysis (kept for the last MEMO queries)."""
+    from mashbill.validators import triggers as trig
+    from mashbill.validators.ruleset import load_ruleset
+
+    t = trig.Triggers(load_ruleset())
+    calls = []
+    analyse = t._analyze
+    t._analyze = lambda q: calls.append(q) or analyse(q)
+    first = t.analyze("What is 1847 * 23 + 519?")
+    assert t.analyze("What is 1847 * 23 + 519?") is first and calls == ["What is 1847 * 23 + 519?"]
+    assert first.intents == analyse("What is 1847 * 23 + 519?").intents and first.intents
+    for i in range(trig.MEMO):
+        t.analyze(f"query {i}")
+    assert len(t._memo) == trig.MEMO  # bounded: the oldest query made room
+    t.analyze("What is 1847 * 23 + 519?")
+    assert calls.count("What is 1847 * 23 + 519?") == 2
