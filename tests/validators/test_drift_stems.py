@@ -68,3 +68,18 @@ def test_shared_roots_by_lookup_is_the_pairwise_meet():
         query = frozenset(word() for _ in range(rng.randint(0, 8)))
         want = {r for r in task if r in query or any(_meet(r, q) for q in query)}
         assert shared_roots(task, query) == want, (task, query)
+
+
+def test_roots_and_words_are_computed_once_per_text():
+    """Issue 29: a word's root, a text's roots and content words, and a text's words for the cut-off rule are
+    memoised (the query's serve every task of its plan)."""
+    from mashbill.validators import drift, truncation
+
+    text = "Erkläre die Relativitätstheorie und ihre Relationen (issue 29)"
+    for fn in (drift.roots, drift.content, drift.root, truncation._words):
+        arg = "relationen" if fn is drift.root else text
+        first = fn(arg)
+        before = fn.cache_info()
+        assert fn(arg) == first
+        after = fn.cache_info()
+        assert (after.hits, after.misses) == (before.hits + 1, before.misses), fn.__name__
