@@ -232,7 +232,10 @@ class Triggers:
         hit = self._memo.get(query)
         if hit is None:
             if len(self._memo) >= MEMO:
-                del self._memo[next(iter(self._memo))]
+                try:  # the oldest query makes room (another thread may have evicted it already)
+                    self._memo.pop(next(iter(self._memo)), None)
+                except (RuntimeError, StopIteration):
+                    pass
             hit = self._memo[query] = self._analyze(query)
         return hit
 
