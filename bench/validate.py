@@ -1,7 +1,7 @@
 """Validation throughput and the token-span speed-up, measured side by side in one run.
 
     .venv/bin/python bench/validate.py [--records 260000] [--tokenizer qwen2] [--max-seq-len 4096] [--jobs 2]
-                                       [--naive-sample N]
+                                       [--naive-sample N] [--profile] [--repeat K]
 
 The corpus is synthetic and shaped like the reference's planner dataset (mashbill.validators.synthetic): five
 framings of a ~2,500-token system prompt whose category block varies per record, queries of 5-200 tokens,
@@ -25,10 +25,12 @@ with generation markers (what the reference forced for assistant-only loss). The
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -63,6 +65,29 @@ def _naive_indices(indices):
     return out
 
 
+def _profile(checker) -> dict[str, float]:
+    """Timers (CPU seconds) around each rule, the query triggers, the plan parse and the schema check."""
+    from mashbill.validators import routing
+
+    timers: dict[str, float] = {}
+
+    def timed(name, fn):
+        def run(*a, **k):
+            t = time.process_time()  # (os.times ticks in 10 ms steps: too coarse for one rule on one record)
+            try:
+                return fn(*a, **k)
+            finally:
+                timers[name] = timers.get(name, 0.0) + time.process_time() - t
+        return run
+
+    for rule_id, fn in list(routing.RULES.items()):
+        routing.RULES[rule_id] = timed(rule_id, fn)
+    checker.triggers.analyze = timed("query triggers", checker.triggers.analyze)
+    routing.parse_plan = timed("plan parse", routing.parse_plan)
+    checker._schema = timed("schema", checker._schema)
+    return timers
+
+
 def main() -> None:
     global _ENGINE, _ARGS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,6 +99,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="processes for the naive pass")
     ap.add_argument("--naive-sample", type=int, default=0, help="naive method on a random sample only (see above)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", action="store_true",
+                    help="also print where the rules' time goes: CPU microseconds per record for each rule, the "
+                         "query triggers, the plan parse and the schema (timers around each; the totals include "
+                         "their overhead)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="schema+rules+dedup only: each query stands in this many records (k plans of one query, as "
+                         "samples, corrections and preference pairs give); 1: every query distinct")
     ap.add_argument("--rules", type=Path, default=None,
                     help="routing rule set file (default: the latest); run twice to compare two versions")
     args = _ARGS = ap.parse_args()
@@ -85,7 +117,7 @@ def main() -> None:
     from mashbill.validators.dedup import dedup
     from mashbill.validators.ruleset import load_ruleset
     from mashbill.validators.spans import SpanEngine, SpanResult, TrainingExample, judge
-    from mashbill.validators.synthetic import corpus
+    from mashbill.validators.synthetic import corpus, make_record
     from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
 
     from mashbill.paths import vocab_dir
@@ -102,19 +134,26 @@ def main() -> None:
     schema = json.loads((LIBRARY / "shared" / "schemas" / "plan@1.json").read_text(encoding="utf-8"))
     examples = spec_examples(load_spec(find_spec("plan-moe")))
     checker = RecordChecker(ruleset=rules, schema=schema, catalog=catalog, examples=examples, origin="bench")
+    timers = _profile(checker) if args.profile else None
     codes: dict[str, int] = {}
+    digest = hashlib.sha1()  # every verdict (record, code, severity, detail) in order: equal digests, equal verdicts
     ids, queries = [], []
     rules_cpu = gen_s = 0.0
     corrections = 0
     for c in range(0, n, CHUNK):
         t = time.perf_counter()
         recs = corpus(min(CHUNK, n - c), seed=args.seed, start=c)
+        if args.repeat > 1:  # record i asks the query of record i - i % repeat (its plan stays its own)
+            bases = [c + k - (c + k) % args.repeat for k in range(len(recs))]
+            recs = [replace(r, query=recs[b - c].query if b >= c else make_record(args.seed, b).query)
+                    for r, b in zip(recs, bases)]
         gen_s += time.perf_counter() - t
         c0 = _cpu()
         for r in recs:
             meta = {"taxonomy_shown": list(r.taxonomy_shown), "taxonomy_renamed": r.taxonomy_renamed}
             for v in checker.check(r.query, r.plan, meta):  # the one record checker: schema, then the rules
                 codes[v.code] = codes.get(v.code, 0) + 1
+                digest.update(f"{r.id}\t{v.code}\t{v.severity}\t{v.detail}\n".encode("utf-8"))
         rules_cpu += _cpu() - c0
         ids += [r.id for r in recs]
         queries += [r.query for r in recs]
@@ -122,14 +161,20 @@ def main() -> None:
     c1 = _cpu()
     dres = dedup(ids, queries, rules.checks.dedup)
     dedup_cpu = _cpu() - c1
-    for vs in dres.verdicts.values():
+    for key, vs in sorted(dres.verdicts.items()):
         for v in vs:
             codes[v.code] = codes.get(v.code, 0) + 1
+            digest.update(f"{key}\t{v.code}\t{v.severity}\t{v.detail}\n".encode("utf-8"))
     per_core = n / (rules_cpu + dedup_cpu)
     print(f"corpus: {n} records ({corrections} correction samples), generated in {gen_s:.1f}s")
     print(f"schema+rules: {rules_cpu:.1f} cpu-s ({n / rules_cpu:,.0f}/s), dedup: {dedup_cpu:.1f} cpu-s "
           f"({n / dedup_cpu:,.0f}/s), together {per_core:,.0f} records/s/core")
     print(f"  verdicts: {dict(sorted(codes.items()))}; dedup {dres.summary()}", flush=True)
+    if timers is not None:
+        print(f"  where the rules' time goes (CPU us per record, {n} records):")
+        for name, cpu in sorted(timers.items(), key=lambda kv: -kv[1]):
+            print(f"    {name:28s} {cpu / n * 1e6:8.1f}  {100 * cpu / rules_cpu:5.1f}%")
+        print(f"    {'(checker, verdicts, timers)':28s} {(rules_cpu - sum(timers.values())) / n * 1e6:8.1f}")
 
     # ---- 2./3. spans: fast over the whole corpus, naive over the whole corpus or a sample
     loaded = load_tokenizer(tok_ref)
@@ -194,7 +239,7 @@ def main() -> None:
     print(f"  agreement {agree}/{len(picked)} on {scope}; targets cut at {args.max_seq_len}: {cut}"
           + (f"; first mismatch {first_bad}" if first_bad else ""))
     print(f"span_speedup={speedup:.1f} span_agreement={agreement:.6f} validate_records_per_s_core={per_core:.0f} "
-          f"records={n}")
+          f"records={n} verdicts_sha={digest.hexdigest()[:16]}")
     sys.exit(0 if agreement == 1.0 else 1)
 
 

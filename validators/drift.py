@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from mashbill.validators.expr import PLACEHOLDER
 
@@ -43,8 +44,10 @@ def stem(word: str) -> str:
     return word if word[0].isdigit() else word[:STEM]
 
 
+@lru_cache(maxsize=1 << 14)
 def content(text: str) -> frozenset[str]:
-    """The content words of a text, lower-cased and cut to a short prefix; numbers kept whole (without separators)."""
+    """The content words of a text, lower-cased and cut to a short prefix; numbers kept whole (without separators).
+    Memoised (a query is compared with every task of its plan; plans repeat example texts)."""
     low = text.lower()
     if "result_of" in low:
         low = PLACEHOLDER.sub(" ", low)
@@ -141,7 +144,7 @@ def parroted(query: str, task, examples: tuple[WorkedExample, ...], share: float
             if w in idx and w not in low:  # a word of an example that the query lacks (even as part of a word)
                 for key in idx[w]:
                     hits[key] = hits.get(key, 0) + 1
-        for (i, j), n in hits.items():
+        for (i, j), n in sorted(hits.items()):  # the first example in prompt order (not the order of a set's hashes)
             ex_text, ex_words = ex_texts[i][j]
             if n >= 2 and len(ex_words) >= 2 and n / len(ex_words) >= share:
                 q = query_words() if query_words else content(query)
@@ -159,8 +162,10 @@ _ROOT_MIN = 4
 _PREFIX_MIN = 6  # a root this long also meets a word it begins (a compound: "relativ" in "relativitätstheorie")
 
 
+@lru_cache(maxsize=1 << 16)
 def root(word: str) -> str:
-    """A word less one inflection or derivation suffix (numbers stay whole)."""
+    """A word less one inflection or derivation suffix (numbers stay whole). Memoised: a corpus has few distinct
+    words, and trying every suffix of every word was a third of the drift rule's time (issue 29)."""
     if word[0].isdigit():
         return word.replace(".", "").replace(",", "")
     for suf in _SUFFIXES:
@@ -178,8 +183,10 @@ kurz kurze kurzen kurzer kurzes lang lange langen einfach einfache
 """.split())
 
 
+@lru_cache(maxsize=1 << 14)
 def roots(text: str) -> frozenset[str]:
-    """The content words of a text as roots (``root``), lower-cased; generic request words left out."""
+    """The content words of a text as roots (``root``), lower-cased; generic request words left out. Memoised (the
+    query's roots serve every task of its plan)."""
     low = text.lower()
     if "result_of" in low:
         low = PLACEHOLDER.sub(" ", low)
@@ -193,9 +200,27 @@ def _meet(a: str, b: str) -> bool:
     return len(short) >= _PREFIX_MIN and not short[0].isdigit() and long_.startswith(short)
 
 
+@lru_cache(maxsize=1 << 12)
+def _query_index(query_roots: frozenset[str]) -> tuple[list[str], frozenset[str]]:
+    """The query's roots sorted (a root that begins one of them sits right after where it would sort), and the long
+    ones that may begin a task root (``_meet``'s shorter side: at least _PREFIX_MIN letters, no number)."""
+    return sorted(query_roots), frozenset(q for q in query_roots if len(q) >= _PREFIX_MIN and not q[0].isdigit())
+
+
+def _meets_any(r: str, ordered: list[str], prefixes: frozenset[str]) -> bool:
+    """``any(_meet(r, q) for q in query_roots)`` for a root r not among them, by lookups instead of a scan: r
+    begins a longer query root (r the shorter side), or a long query root shorter than r begins r."""
+    if len(r) >= _PREFIX_MIN and not r[0].isdigit():
+        i = bisect_right(ordered, r)
+        if i < len(ordered) and ordered[i].startswith(r):
+            return True
+    return bool(prefixes) and any(r[:k] in prefixes for k in range(_PREFIX_MIN, len(r)))
+
+
 def shared_roots(task_roots: frozenset[str], query_roots: frozenset[str]) -> set[str]:
-    """The task's roots that meet a query root: equal, or a long root that begins the other word."""
-    return {r for r in task_roots if r in query_roots or any(_meet(r, q) for q in query_roots)}
+    """The task's roots that meet a query root: equal, or a long root that begins the other word (``_meet``)."""
+    ordered, prefixes = _query_index(query_roots)
+    return {r for r in task_roots if r in query_roots or _meets_any(r, ordered, prefixes)}
 
 
 def unrelated(query: str, task, min_shared: int, words=content, query_words=None, match: str = "prefix") -> bool:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from mashbill.validators.complexity_rules import compile_cues
+from mashbill.validators.digitgate import gated
 from mashbill.validators.numwords import for_rules
 from mashbill.validators.ruleset import RuleSet, law_alternation, trigger_levels
 from mashbill.validators.truncation import CutWords
@@ -78,7 +79,7 @@ def _fast_boundary(p: str) -> str:
 
 
 def _compile(pattern: str) -> re.Pattern:
-    return re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS)
+    return gated(re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS))  # (digitgate.py: same answers)
 
 
 def _alt(patterns: list[str]) -> re.Pattern:
@@ -133,15 +134,32 @@ class QueryTriggers:
         return bool(self.intents)
 
 
+class AnyOf:
+    """A trigger's `requires` strings: ``search`` is truthy when the text holds any of them, as the alternation of the
+    escaped strings was (substring tests, without the regex engine's pass at every position)."""
+
+    __slots__ = ("words",)
+
+    def __init__(self, words):
+        self.words = tuple(w.lower() for w in words)
+
+    def search(self, text: str) -> bool | None:
+        return True if any(w in text for w in self.words) else None
+
+
+MEMO = 1 << 13  # queries whose triggers a Triggers object keeps
+
+
 class Triggers:
     def __init__(self, rs: RuleSet):
         self.rs = rs
+        self._memo: dict[str, QueryTriggers] = {}
         self.masks = [(_compile(m.pattern), m.replace.lower(), tuple(r.lower() for r in m.requires)) for m in rs.masks]
         self.contexts = {name: _alt(pats) for name, pats in rs.all_contexts().items()}
         self.intents = []
         for name, intent in rs.intents.items():
             trig = [(_alt(t.any), tuple(t.all), tuple(t.none), tuple(t.yields_to),
-                     re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
+                     AnyOf(t.requires) if t.requires else None)
                     for t in intent.triggers]
             self.intents.append((name, tuple(intent.tools), trig))
         # Triggers grouped by level, each level in intent order: a trigger runs after every trigger of the intents
@@ -174,7 +192,7 @@ class Triggers:
     @staticmethod
     def _request(req) -> list:
         return [(_alt(t.any), tuple(t.all), tuple(t.none),
-                 re.compile("|".join(re.escape(r.lower()) for r in t.requires)) if t.requires else None)
+                 AnyOf(t.requires) if t.requires else None)
                 for t in (req.triggers if req else [])]
 
     def run_together(self, text: str, query: str) -> bool:
@@ -209,6 +227,19 @@ class Triggers:
         return t
 
     def analyze(self, query: str) -> QueryTriggers:
+        """The triggers of a query, computed once per distinct query (many records share one: samples, corrections,
+        preference pairs) and kept for the last MEMO queries."""
+        hit = self._memo.get(query)
+        if hit is None:
+            if len(self._memo) >= MEMO:
+                try:  # the oldest query makes room (another thread may have evicted it already)
+                    self._memo.pop(next(iter(self._memo)), None)
+                except (RuntimeError, StopIteration):
+                    pass
+            hit = self._memo[query] = self._analyze(query)
+        return hit
+
+    def _analyze(self, query: str) -> QueryTriggers:
         lowered = query.lower()
         same = len(lowered) == len(query)  # lower-casing kept the offsets (true but for a few rare letters)
         text = query

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _SENTENCES = re.compile(r"[^.!?\n]+[.!?]*")
 # the characters after which a request cannot end (quotes count when they open: an odd number of them)
 _OPEN = {"(": ")", "[": "]", "{": "}", "„": "“", "«": "»"}
+
+
+_QUOTES = {q: (re.compile(rf"(?<![^\W_]){q}(?=[^\W_])"), re.compile(rf"(?<=[^\W_]){q}|{q}(?![^\W_])"))
+           for q in ('"', "'")}
 
 
 @dataclass(frozen=True)
@@ -33,14 +38,22 @@ class CutWords:
     pronouns: frozenset[str] = frozenset()  # die, das: an article after a preposition ("für die"), else a pronoun
 
 
+@lru_cache(maxsize=1 << 12)
 def _tail(text: str) -> tuple:
-    """The last three words and the last character: what a cut shows."""
+    """The last three words and the last character: what a cut shows. Memoised (the query's, for every task)."""
     t = text.strip()
-    return tuple(_words(t)[-3:]), t[-1:] if t else ""
+    return _words(t)[-3:], t[-1:] if t else ""
 
 
-def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
+@lru_cache(maxsize=1 << 14)
+def _words(text: str) -> tuple[str, ...]:
+    """The words of a text, lower-cased. Memoised: a query's sentences are read again for every task of its plan."""
+    return tuple(w.lower() for w in _WORD.findall(text))
+
+
+@lru_cache(maxsize=1 << 12)
+def _sentences(query: str) -> tuple[str, ...]:
+    return tuple(_SENTENCES.findall(query))
 
 
 def cut_off(text: str, query: str, words: CutWords) -> str | None:
@@ -54,11 +67,10 @@ def cut_off(text: str, query: str, words: CutWords) -> str | None:
     for o, c in _OPEN.items():
         if t.count(o) > t.count(c):
             return f"an open {o!r} is never closed"
-    for q in ('"', "'"):
+    for q, (opening, other) in _QUOTES.items():
         # an opening quote has a word after it and none before; apostrophes inside or after words ("carrier's",
         # "executives' names") are no opening quotes
-        opened = len(re.findall(rf"(?<![^\W_]){q}(?=[^\W_])", t))
-        if opened > len(re.findall(rf"(?<=[^\W_]){q}|{q}(?![^\W_])", t)):
+        if q in t and len(opening.findall(t)) > len(other.findall(t)):
             return f"an open {q} is never closed"
     ws = _words(t)
     if not ws:
@@ -74,13 +86,13 @@ def cut_off(text: str, query: str, words: CutWords) -> str | None:
     return _head_of_sentence(t, ws, query, words)
 
 
-def _head_of_sentence(t: str, ws: list[str], query: str, words: CutWords) -> str | None:
+def _head_of_sentence(t: str, ws: tuple[str, ...], query: str, words: CutWords) -> str | None:
     """The task is the opening phrase of a query sentence whose main clause follows: the sentence goes on after a
     comma or colon, or with a question word, and not with a word that starts a request of its own ("and", "then").
     A head that only drops a qualifier ("Explain X" of "Explain X in simple terms") is complete."""
     if len(ws) < 2 or t[-1] in "?!.":
         return None
-    for sentence in _SENTENCES.findall(query):
+    for sentence in _sentences(query):
         sw = _words(sentence)
         if len(sw) < len(ws) + 2 or sw[:len(ws)] != ws:
             continue

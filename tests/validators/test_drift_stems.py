@@ -48,3 +48,38 @@ def test_roots():
     assert root("gedichte") == "gedicht" and root("möwe") == "möwe" and root("1.000") == "1000"
     assert unrelated("Wer hat die Relativitätstheorie entwickelt?", {"task": "relation of prices"}, 1, match="stem")
     assert not unrelated("Wer hat die Relativitätstheorie entwickelt?", {"task": "relation of prices"}, 1)
+
+
+def test_shared_roots_by_lookup_is_the_pairwise_meet():
+    """Issue 29: shared_roots finds a query root that meets a task root by sorted and prefix lookups, not by comparing
+    every pair; on random words (prefixes of each other, numbers, short roots) it finds what the pairwise _meet
+    finds."""
+    import random
+
+    from mashbill.validators.drift import _meet, shared_roots
+
+    rng = random.Random(29)
+    stems = ["relativ", "relation", "calcul", "rechnung", "möwe", "container", "2024", "123456", "abcdef"]
+    for _ in range(3000):
+        def word():
+            w = rng.choice(stems)
+            return w[:rng.randint(2, len(w))] + "".join(rng.choice("aeinrstäö") for _ in range(rng.randint(0, 4)))
+        task = frozenset(word() for _ in range(rng.randint(0, 6)))
+        query = frozenset(word() for _ in range(rng.randint(0, 8)))
+        want = {r for r in task if r in query or any(_meet(r, q) for q in query)}
+        assert shared_roots(task, query) == want, (task, query)
+
+
+def test_roots_and_words_are_computed_once_per_text():
+    """Issue 29: a word's root, a text's roots and content words, and a text's words for the cut-off rule are
+    memoised (the query's serve every task of its plan)."""
+    from mashbill.validators import drift, truncation
+
+    text = "Erkläre die Relativitätstheorie und ihre Relationen (issue 29)"
+    for fn in (drift.roots, drift.content, drift.root, truncation._words):
+        arg = "relationen" if fn is drift.root else text
+        first = fn(arg)
+        before = fn.cache_info()
+        assert fn(arg) == first
+        after = fn.cache_info()
+        assert (after.hits, after.misses) == (before.hits + 1, before.misses), fn.__name__

@@ -188,3 +188,43 @@ def test_timezone_convert_is_a_catalog_tool_with_its_runtime_shape(ruleset, cata
     assert [v.code for v in check_plan(ruleset, query, good, Shown(None), catalog)] == []
     bad = [dict(good[0], mcp_args={"time": "13:00"})]
     assert "PLAN007" in {v.code for v in check_plan(ruleset, query, bad, Shown(None), catalog)}
+
+
+def test_requires_by_substring_is_the_escaped_alternation():
+    """Issue 29: a trigger's `requires` strings are tested as substrings (AnyOf), not as a regex alternation; on every
+    rule set's strings and on texts holding one, none, or part of one, both say the same."""
+    import re
+
+    from mashbill.specs.loader import LIBRARY
+    from mashbill.validators.ruleset import load_ruleset
+    from mashbill.validators.triggers import AnyOf
+
+    seen = 0
+    for version in range(2, 7):
+        rs = load_ruleset(LIBRARY / "shared" / "rules" / f"moe-routing@{version}.yaml")
+        reqs = [t.requires for i in rs.intents.values() for t in i.triggers if t.requires]
+        for words in reqs:
+            rx = re.compile("|".join(re.escape(w.lower()) for w in words))
+            for text in ["", "nothing here", *(f"x {w.lower()} y" for w in words), *(w.lower()[:-1] for w in words)]:
+                assert bool(AnyOf(words).search(text)) == bool(rx.search(text)), (words, text)
+                seen += 1
+    assert seen > 100
+
+
+def test_a_query_is_analysed_once_per_distinct_query():
+    """Issue 29: records that share a query share its trigger analysis (kept for the last MEMO queries)."""
+    from mashbill.validators import triggers as trig
+    from mashbill.validators.ruleset import load_ruleset
+
+    t = trig.Triggers(load_ruleset())
+    calls = []
+    analyse = t._analyze
+    t._analyze = lambda q: calls.append(q) or analyse(q)
+    first = t.analyze("What is 1847 * 23 + 519?")
+    assert t.analyze("What is 1847 * 23 + 519?") is first and calls == ["What is 1847 * 23 + 519?"]
+    assert first.intents == analyse("What is 1847 * 23 + 519?").intents and first.intents
+    for i in range(trig.MEMO):
+        t.analyze(f"query {i}")
+    assert len(t._memo) == trig.MEMO  # bounded: the oldest query made room
+    t.analyze("What is 1847 * 23 + 519?")
+    assert calls.count("What is 1847 * 23 + 519?") == 2
