@@ -217,7 +217,7 @@ def rehearse(root: Path, records: int, *, shards: int = 8, kill: int = 2, parall
         st = run.stage("validate", records)
         t0 = time.perf_counter()
         for kind in prep["kinds"]:  # exit 1: some accepted record got a reject verdict (a duplicate, a span)
-            run.run("validate", f"replay-{kind}", "--store", merged, "-q", "--audit-sample", "20", ok=(0, 1))
+            run.run("validate", prep["kinds"][kind]["spec"], "--store", merged, "-q", "--audit-sample", "20", ok=(0, 1))
         st.wall_s, st.disk_bytes = time.perf_counter() - t0, _disk(merged)
         if until == "validate":
             return result

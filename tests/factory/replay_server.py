@@ -171,6 +171,7 @@ class ReplayServer:
         self._server = None
         self._ready = threading.Event()
         self._lock = threading.Lock()
+        self.answered = threading.Event()  # set after each seed request answered (tests wait on it, never sleep)
         self._thread: threading.Thread | None = None
 
     @property
@@ -199,6 +200,7 @@ class ReplayServer:
             with self._lock:
                 n = self.attempts[query] = self.attempts.get(query, 0) + 1
             self.served[o] += 1
+            self.answered.set()
             if o in ("429", "500") and n == 1:
                 code = int(o)
                 return code, {"error": {"message": f"replay: injected {o}"}}, {"Retry-After": "0"} if code == 429 else {}
