@@ -228,8 +228,8 @@ def rehearse(root: Path, records: int, *, shards: int = 8, kill: int = 2, parall
                 "--version", "1", "--store", merged)
         st.wall_s, st.disk_bytes = time.perf_counter() - t0, _disk(snap)
         manifest = json.loads(next(snap.glob("scale-complexity*/manifest.json")).read_text())
-        frozen = int(manifest.get("selection", {}).get("records", 0))
-        result["frozen"] = frozen
+        result["selection"] = manifest["selection"]  # records considered, examples written, excluded
+        frozen = result["frozen"] = int(manifest["selection"]["examples"])
         st.rows = frozen or st.rows
         st = run.stage("pull", frozen)
         t0 = time.perf_counter()
