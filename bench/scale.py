@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -77,7 +76,7 @@ def one_size(root: Path, n: int, args) -> dict:
               f"  {json.dumps(c['codes'], sort_keys=True)}")
     res["bad"] = bad
     res["curator"] = None
-    if args.curator_records and args.until == "release":
+    if args.curator_records:
         server, url = start_server(root, args.seed)
         try:
             m = min(n, args.curator_records)
@@ -87,26 +86,6 @@ def one_size(root: Path, n: int, args) -> dict:
             server.kill()
             server.wait()
     return res
-
-
-def growth(results: dict[int, dict]) -> tuple[list[str], str | None]:
-    """Per stage: CPU-s ratio between the smallest and largest size beside n log n's; the worst stage."""
-    sizes = sorted(results)
-    lo, hi = sizes[0], sizes[-1]
-    nlogn = (hi * math.log(hi)) / (lo * math.log(lo))
-    lines, worst, worst_ratio = [], None, 0.0
-    by_name = {n: {s.name: s for s in results[n]["stages"]} for n in sizes}
-    for name in by_name[lo]:
-        a, b = by_name[lo][name].cpu_s, by_name[hi].get(name)
-        if b is None or a <= 0:
-            continue
-        ratio = b.cpu_s / a
-        flag = "  FASTER THAN n log n" if ratio > 1.15 * nlogn else ""
-        steps = " -> ".join(f"{by_name[n][name].cpu_s:.1f}" for n in sizes if name in by_name[n])
-        lines.append(f"  {name:<10} cpu s {steps}: x{ratio:.2f} for n x{hi / lo:.1f} (n log n x{nlogn:.2f}){flag}")
-        if ratio / nlogn > worst_ratio:
-            worst, worst_ratio = name, ratio / nlogn
-    return lines, worst
 
 
 def main() -> int:
@@ -133,7 +112,9 @@ def main() -> int:
     worst = max(res["stages"], key=lambda s: s.wall_s).name
     if len(sizes) > 1:
         print(f"\n== growth from {sizes[0]:,} to {n:,} records (CPU s)")
-        lines, worst_growth = growth(results)
+        from tests.factory.rehearsal_run import growth
+
+        lines, worst_growth = growth({n: r["stages"] for n, r in results.items()})
         print("\n".join(lines))
         worst = worst_growth or worst
     gen = st["generate"]

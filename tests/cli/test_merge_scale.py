@@ -52,3 +52,15 @@ def test_every_stage_after_the_merge_ran_on_the_merged_store(rehearsal):
     assert sel["examples"] + sel["excluded"] == sel["records"] and sel["examples"] > 0
     pulled = sum(sum(1 for _ in open(f, encoding="utf-8")) for f in (root / "run" / "pull").glob("*.jsonl"))
     assert pulled == res["frozen"] == sel["examples"]  # the pull holds every frozen example, once
+
+
+def test_growth_flags_a_stage_that_grows_faster_than_n_log_n():
+    from tests.factory.rehearsal_run import Stage, growth
+
+    def stages(n, quadratic):
+        return [Stage("linear", n, cpu_s=n / 1000), Stage("quadratic", n, cpu_s=quadratic)]
+
+    lines, worst = growth({1000: stages(1000, 1.0), 10000: stages(10000, 100.0)})
+    assert worst == "quadratic"
+    assert "FASTER THAN n log n" in next(ln for ln in lines if "quadratic" in ln)
+    assert "FASTER" not in next(ln for ln in lines if "linear" in ln)

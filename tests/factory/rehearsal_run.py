@@ -11,6 +11,7 @@ the verdict counts are the replay teacher's error mix.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -266,3 +267,24 @@ def rehearse(root: Path, records: int, *, shards: int = 8, kill: int = 2, parall
     finally:
         server.kill()
         server.wait()
+
+
+def growth(results: dict[int, list[Stage]]) -> tuple[list[str], str | None]:
+    """Per stage: its CPU-s ratio from the smallest to the largest size beside n log n's, flagged when more than
+    15% above it; and the stage that grows fastest relative to n log n."""
+    sizes = sorted(results)
+    lo, hi = sizes[0], sizes[-1]
+    nlogn = (hi * math.log(hi)) / (lo * math.log(lo))
+    lines, worst, worst_ratio = [], None, 0.0
+    by_name = {n: {s.name: s for s in results[n]} for n in sizes}
+    for name in by_name[lo]:
+        a, b = by_name[lo][name].cpu_s, by_name[hi].get(name)
+        if b is None or a <= 0:
+            continue
+        ratio = b.cpu_s / a
+        flag = "  FASTER THAN n log n" if ratio > 1.15 * nlogn else ""
+        steps = " -> ".join(f"{by_name[n][name].cpu_s:.1f}" for n in sizes if name in by_name[n])
+        lines.append(f"  {name:<10} cpu s {steps}: x{ratio:.2f} for n x{hi / lo:.1f} (n log n x{nlogn:.2f}){flag}")
+        if ratio / nlogn > worst_ratio:
+            worst, worst_ratio = name, ratio / nlogn
+    return lines, worst
