@@ -53,8 +53,24 @@ def curator_rate(python: Path, url: str, seeds: Path, n: int, in_flight: int) ->
         print(f"curator: exited {out.returncode}: {(out.stderr or out.stdout).strip()[-600:]}")
         return None
     res = json.loads(lines[-1])
-    print(f"curator: {res['rows']} rows ({res['parsed']} parsed) in {res['wall_s']:.1f}s with {in_flight} in flight")
-    return n / res["wall_s"]  # requests answered per second, as the generate stage counts every record
+    print(f"curator: {res['requests']} requests, {res['rows']} rows ({res['parsed']} parsed) in {res['wall_s']:.1f}s "
+          f"with {in_flight} in flight: {res['requests'] / res['wall_s']:.0f} requests/s")
+    return res["requests"] / res["wall_s"]  # requests answered per second, as the generate stage counts every record
+
+
+def single_generate_rate(root: Path, url: str, n: int, in_flight: int) -> float:
+    """One `mashbill generate` process over the first n complexity seeds with `in_flight` requests: Curator's match."""
+    from tests.factory.rehearsal_run import MASHBILL
+
+    spec = root / "specs" / "replay-complexity@1.yaml"
+    t0 = time.perf_counter()
+    subprocess.run([MASHBILL, "generate", str(spec), "--store", str(root / "single"), "--base-url", url,
+                    "--concurrency", str(in_flight), "--limit", str(n), "--no-progress"], check=True,
+                   capture_output=True)
+    wall = time.perf_counter() - t0
+    print(f"mashbill generate (one process, no shards): {n} requests in {wall:.1f}s with {in_flight} in flight: "
+          f"{n / wall:.0f} requests/s")
+    return n / wall
 
 
 def one_size(root: Path, n: int, args) -> dict:
@@ -76,15 +92,18 @@ def one_size(root: Path, n: int, args) -> dict:
               f"  {json.dumps(c['codes'], sort_keys=True)}")
     res["bad"] = bad
     res["curator"] = None
-    if args.curator_records:
-        server, url = start_server(root, args.seed)
-        try:
-            m = min(n, args.curator_records)
-            res["curator"] = curator_rate(Path(args.curator_python), url, root / "specs" / "complexity.jsonl", m,
-                                          args.parallel * args.concurrency)
-        finally:
-            server.kill()
-            server.wait()
+    if args.curator_records:  # each against a fresh server: both meet the first-attempt 429s and 500s
+        m = min(res["counts"]["complexity"]["inputs"], args.curator_records)
+        in_flight = args.parallel * args.concurrency
+        for name, measure in (("curator", lambda url: curator_rate(Path(args.curator_python), url, root / "specs" /
+                                                                   "complexity.jsonl", m, in_flight)),
+                              ("single", lambda url: single_generate_rate(root, url, m, in_flight))):
+            server, url = start_server(root, args.seed)
+            try:
+                res[name] = measure(url)
+            finally:
+                server.kill()
+                server.wait()
     return res
 
 

@@ -63,7 +63,7 @@ def main() -> None:
     wall = time.perf_counter() - t0
     ds = getattr(out, "dataset", out)
     parsed = sum(1 for r in ds if r.get("complexity"))
-    print(json.dumps({"rows": len(ds), "parsed": parsed, "wall_s": wall}))
+    print(json.dumps({"requests": len(rows), "rows": len(ds), "parsed": parsed, "wall_s": wall}))
 
 
 if __name__ == "__main__":
