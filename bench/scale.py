@@ -16,7 +16,8 @@ stage's CPU-s growth from the smallest to the largest size is compared with n lo
 
 Bespoke Curator (bespokelabs-curator, in its own environment: --curator-python, default
 ~/.cache/mashbill-curator-venv/bin/python) asks the same replay server for the same complexity requests with the
-same requests in flight (--parallel x --concurrency); its rows/s stands beside the generate stage's.
+same requests in flight (--parallel x --concurrency); its rows/s stands beside one `mashbill generate` process's
+over the same seeds (no shards, no kills), each against a fresh server.
 
 Last line: records= gen_rows_per_s= curator_rows_per_s= merge_s= validate_rows_per_s_per_core= freeze_rows_per_s=
 preflight_s= peak_rss_mb= bytes_per_record= worst_stage=
