@@ -74,6 +74,23 @@ def single_generate_rate(root: Path, url: str, n: int, in_flight: int) -> float:
     return n / wall
 
 
+def server_rps(root: Path, args) -> None:
+    """The replay server alone: requests/s over keep-alive connections, with no generate loop in the way."""
+    from tests.factory.rehearsal_run import start_server
+    from tests.factory.replay_load import requests_per_s
+    from tests.factory.replay_server import build_corpus
+
+    server, url = start_server(root, args.seed)
+    try:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        rps = requests_per_s(port, sorted(build_corpus())[0], concurrency=args.parallel * args.concurrency)
+        print(f"replay server alone: {rps:,.0f} requests/s with {args.parallel * args.concurrency} connections "
+              f"(load {open('/proc/loadavg').read().split()[0]})")
+    finally:
+        server.kill()
+        server.wait()
+
+
 def one_size(root: Path, n: int, args) -> dict:
     from tests.factory.rehearsal_run import rehearse, start_server
 
@@ -125,6 +142,7 @@ def main() -> int:
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.records]
     with tempfile.TemporaryDirectory(prefix="mashbill-scale-", dir=args.dir) as tmp:
+        server_rps(Path(tmp), args)
         results = {n: one_size(Path(tmp) / f"n{n}", n, args) for n in sizes}
     n = sizes[-1]
     res = results[n]
