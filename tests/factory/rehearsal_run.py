@@ -39,6 +39,7 @@ class Stage:
     peak_rss_mb: float = 0.0
     disk_bytes: int = 0
     exit_codes: list[int] = field(default_factory=list)
+    killed: list[int] = field(default_factory=list)  # generate: the shards killed with SIGKILL and resumed
 
     @property
     def rows_per_s(self) -> float:
@@ -114,8 +115,7 @@ def generate(run: Runner, prep: dict, url: str, *, shards: int = 8, kill: int = 
     have committed a batch, then their commands run again (the resume)."""
     total = sum(k["n"] for k in prep["kinds"].values())
     st = run.stage("generate", total)
-    victims = set(range(0, shards, max(1, shards // max(kill, 1))))  if kill else set()
-    victims = set(sorted(victims)[:kill])
+    victims = set(range(0, shards, max(1, shards // kill))[:kill]) if kill else set()  # spread: 0 and 4 of 8
     todo = [(i, kind) for kind in prep["kinds"] for i in range(shards)]  # one writer per shard store at a time
     t0 = time.perf_counter()
     running: list[tuple[subprocess.Popen, int, str]] = []
