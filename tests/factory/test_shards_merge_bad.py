@@ -56,7 +56,7 @@ def test_a_shard_store_of_another_spec_is_one_line_and_merges_nothing(shards, tm
 
 def test_a_shard_still_running_is_one_line_until_it_is_resumed(shards, tmp_path):
     """A generate killed with SIGKILL leaves its run `running`: merge refuses it; the resumed run merges whole."""
-    root, corpus = shards["root"], shards["corpus"]
+    corpus = shards["corpus"]
     spec = write_spec(tmp_path / "k", "complexity", write_seeds(tmp_path / "k.jsonl",
                                                                 seed_rows("complexity", 400, corpus)),
                       runtime={"batch_size": 8, "concurrency": 1})
