@@ -11,6 +11,7 @@ i/n must belong to slice i.
 from __future__ import annotations
 
 import re
+import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,27 @@ def merge_stores(out_path: str | Path, shard_paths: list[str | Path], *, require
         raise StoreError(f"the output store {out_path} is also given as a shard; merge into a new folder")
     for p in paths:  # existence and schema version, with the store's own messages
         Store.open(p, read_only=True).close()
+    _check_target(out_path)
+    fresh = not out_path.exists()
+    try:
+        return _merge(out_path, paths, require_complete)
+    except BaseException:
+        if fresh:  # a refused or failed merge into a new folder leaves no half-made store behind
+            shutil.rmtree(out_path, ignore_errors=True)
+        raise
 
+
+def _check_target(out_path: Path) -> None:
+    """The output is a new folder, an empty one, or a store (an earlier merge's: merging again adds what is new)."""
+    if out_path.is_dir() and not (out_path / "mashbill.duckdb").exists():
+        other = sorted(p.name for p in out_path.iterdir())
+        if other:
+            raise StoreError(f"merge target {out_path} exists and is not a mashbill store (it holds "
+                             f"{', '.join(other[:3])}{' ...' if len(other) > 3 else ''}); nothing was written: "
+                             "merge into a new folder or an earlier merge's store")
+
+
+def _merge(out_path: Path, paths: list[Path], require_complete: bool) -> MergeReport:
     report = MergeReport(str(out_path))
     with Store.open(out_path) as out:
         con = out.con
@@ -100,8 +121,32 @@ def merge_stores(out_path: str | Path, shard_paths: list[str | Path], *, require
     return report
 
 
+def _check_runs(con, paths, aliases) -> None:
+    """No shard's run is still `running`, and one spec name@version has one hash across the stores."""
+    hashes: dict[str, tuple[str, Path | str]] = {
+        f"{name}@{version}": (spec_hash, "the output store") for name, version, spec_hash in
+        con.execute("SELECT DISTINCT spec_name, spec_version, spec_hash FROM records").fetchall()}
+    for p, alias in zip(paths, aliases):
+        live = con.execute(f"SELECT run_id, spec_name, spec_version, shard FROM {alias}.runs "
+                           "WHERE status = 'running' ORDER BY started_at LIMIT 1").fetchone()
+        if live:
+            run_id, name, version, shard = live
+            raise StoreError(f"{p}: run {run_id} of {name}@{version}{f' (shard {shard})' if shard else ''} is "
+                             "still running (or was killed and never resumed); nothing was merged: wait for it to end, "
+                             "or re-run its generate command, which marks a killed run interrupted and resumes it")
+        for name, version, spec_hash in con.execute(
+                f"SELECT DISTINCT spec_name, spec_version, spec_hash FROM {alias}.records").fetchall():
+            ref = f"{name}@{version}"
+            first = hashes.setdefault(ref, (spec_hash, p))
+            if first[0] != spec_hash:
+                raise MergeConflict(f"{p}: {ref} has spec hash {spec_hash[:12]} but {first[1]} has "
+                                    f"{first[0][:12]}: shards of another spec under the same name; nothing was "
+                                    "merged")
+
+
 def _check_labels(con, paths, aliases, report: MergeReport, require_complete: bool) -> None:
     """Every record written by a run labelled i/n belongs to slice i; report shards missing per spec."""
+    _check_runs(con, paths, aliases)
     seen: dict[str, set] = defaultdict(set)
     names: dict[str, str] = {}
     for p, alias in zip(paths, aliases):

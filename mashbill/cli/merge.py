@@ -26,6 +26,10 @@ def command(out_store, shard_stores, require_complete, as_json):
     written by a run labelled i/n must belong to slice i. Merging again is a no-op; merging after a
     shard was resumed adds what is new. Parquet exports of OUT_STORE are rewritten at the end.
 
+    Refused in one line (exit 2), writing nothing: a shard store whose run is still running (a killed
+    run: re-run its generate first, which resumes it), one spec name@version under two hashes, and an
+    OUT_STORE folder that holds files but no store. A refused merge into a new folder leaves none.
+
     A queries spec's merged pool is screened for duplicates across shards (each shard only checked its
     own): the later copy gets a SYN020 verdict and leaves the pool; the summary says how many were
     dropped and which cells are short of their quota.
