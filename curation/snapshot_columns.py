@@ -30,7 +30,7 @@ EXAMPLES = pa.schema([
     ("prompt", pa.list_(MESSAGE)), ("completion", pa.string()), ("rejected", pa.string()),
     ("rejected_codes", pa.list_(pa.string())), ("turns", pa.list_(MESSAGE)),
     ("links", pa.list_(pa.string())),  # other keys this example must share a split with
-    ("inputs", pa.string()),  # the record's input as canonical JSON (read for curation.group_by), not written
+    ("inputs", pa.string()),  # the record's input as JSON text (decoded for curation.group_by), not written
 ])
 
 # the JSON paths the plain path reads (names are Store.plain_usable column names)
@@ -132,7 +132,7 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str) -> p
         "prompt": plain.column("prompt").cast(pa.list_(MESSAGE)),
         "completion": pa.array(outputs, pa.string()), "rejected": none,
         "rejected_codes": pa.array([[]] * n, pa.list_(pa.string())), "turns": pa.nulls(n, pa.list_(MESSAGE)),
-        "links": pa.array([[]] * n, pa.list_(pa.string())), "inputs": plain.column("input"),
+        "links": pa.array([[]] * n, pa.list_(pa.string())), "inputs": plain.column("input"),  # stored JSON text
     }, schema=EXAMPLES)
 
 

@@ -89,29 +89,36 @@ def publish(tmp: Path, final: Path, manifest: dict, ref: str) -> None:
                             "nothing was replaced") from None
 
 
-def split_rows(t: pa.Table, sp, split: str, order: list[int], n_tokens: list | None) -> pa.Table:
-    """One split's rows of the snapshot schema: its examples and their oversampled copies, sorted by (cell, row
-    kind, key, copy), taken from the examples table in one pass."""
-    idx, copy = [], []
-    assignment, copies, keys = sp.res.assignment, sp.copies, sp.keys
-    for i in order:
-        k = keys[i]
-        if assignment[k] == split:
-            for c in range(1 + copies.get(k, 0)):
-                idx.append(i)
-                copy.append(c)
-    take = pa.array(idx, pa.int64())
-    sub = t.take(take)
-    cols = {f.name: sub.column(f.name) for f in SCHEMA if f.name in t.schema.names}
-    cols["example_id"] = sub.column("key")
-    cols["group"] = pa.array([sp.res.groups[keys[i]] for i in idx], pa.string())
-    cols["copy"] = pa.array(copy, pa.int32())
-    cols["n_tokens"] = (pa.array([n_tokens[i] for i in idx], pa.int32()) if n_tokens is not None
-                        else pa.nulls(len(idx), pa.int32()))
-    rows = pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA)
-    # stable: rows of one key and copy (two records with the same messages and output) keep the examples' order
-    return rows.take(pc.sort_indices(rows, [("cell", "ascending"), ("row_kind", "ascending"),
-                                            ("example_id", "ascending"), ("copy", "ascending")])).combine_chunks()
+def split_tables(t: pa.Table, sp, n_tokens: list | None) -> dict[str, pa.Table]:
+    """Each split's rows of the snapshot schema: its examples and their oversampled copies, sorted by (cell, row
+    kind, key, copy), taken from the examples table column by column."""
+    import numpy as np
+
+    keys, assignment, copies, groups = sp.keys, sp.res.assignment, sp.copies, sp.res.groups
+    rows = np.array(sp.rows, dtype=np.int64)
+    side = np.array([SPLITS.index(assignment[keys[i]]) for i in sp.rows], dtype=np.int8)
+    n_copies = np.array([1 + copies.get(keys[i], 0) for i in sp.rows], dtype=np.int64)
+    group = pa.array([groups.get(k) for k in keys], pa.string())  # per table row (rows off the snapshot: None)
+    tokens = pa.array(n_tokens, pa.int32()) if n_tokens is not None else pa.nulls(t.num_rows, pa.int32())
+    out = {}
+    for j, split in enumerate(SPLITS):
+        mask = side == j
+        counts = n_copies[mask]
+        idx = np.repeat(rows[mask], counts)
+        copy = np.arange(len(idx), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        take = pa.array(idx, pa.int64())
+        sub = t.take(take)
+        cols = {f.name: sub.column(f.name) for f in SCHEMA if f.name in t.schema.names}
+        cols["example_id"] = sub.column("key")
+        cols["group"] = group.take(take)
+        cols["copy"] = pa.array(copy.astype(np.int32), pa.int32())
+        cols["n_tokens"] = tokens.take(take)
+        table = pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA)
+        # stable: rows of one key and copy (two records with the same messages and output) keep the examples' order
+        out[split] = table.take(pc.sort_indices(table, [("cell", "ascending"), ("row_kind", "ascending"),
+                                                        ("example_id", "ascending"), ("copy", "ascending")])
+                                ).combine_chunks()
+    return out
 
 
 def conversations(t: pa.Table, rows: list[int]) -> list[list[dict]]:
@@ -133,7 +140,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
         if lengths is not None:
             last = {sp.keys[i]: n for i, n in zip(sp.rows, lengths)}  # rows sharing a key share one count
             n_tokens = [last.get(k) for k in sp.keys]
-    tables = {s: split_rows(t, sp, s, sp.rows, n_tokens) for s in SPLITS}
+    tables = split_tables(t, sp, n_tokens)
     cut_cols = {c: t.column(c).take(pa.array(sp.cut, pa.int64())).to_pylist()
                 for c in ("record_id", "spec", "cell", "query", "completion")}
     excluded = list(built.excluded) + [Excluded(cut_cols["record_id"][i], cut_cols["spec"][i], "balance", (BALANCE_CUT,),

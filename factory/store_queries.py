@@ -264,8 +264,8 @@ class StoreQueries:
         common case: accepted, the latest validation mark passed, no verdict, no review row) as one Arrow table in
         record id order, and the ids of every other record of the hash (for `record_states(ids=...)`).
 
-        Columns: record_id, run_id, validation_id; input, output, messages, meta as canonical JSON text (what
-        `canonical_json` gives for the decoded value); prompt (the messages as list<struct<role, content>>);
+        Columns: record_id, run_id, validation_id; input and meta as stored (JSON text); output and messages as
+        canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as list<struct<role, content>>);
         output_type and output_len (the output's JSON type and array length); and per (name, column, JSON path) in
         `paths` that path's JSON text (NULL when absent; a path with `*` gives the list of what it matched)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
@@ -273,20 +273,19 @@ class StoreQueries:
                 raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")
         m = self._MINIFY
         extra = "".join(f", json_extract(r.{col}, '{path}')::VARCHAR AS {name}" for name, col, path in paths)
-        plain = self.con.execute(
+        plain = self.con.sql(
             "WITH m AS (SELECT record_id, arg_max(passed, validated_at) AS passed, "
             "arg_max(validation_id, validated_at) AS validation_id FROM record_validations "
             "WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) GROUP BY record_id) "
-            f"SELECT r.record_id, r.run_id, m.validation_id, {m.format(col='r.input')} AS input, "
+            f"SELECT r.record_id, r.run_id, m.validation_id, r.input, r.meta, "
             f"{m.format(col='r.output')} AS output, {m.format(col='r.messages')} AS messages, "
-            f"{m.format(col='r.meta')} AS meta, "
             """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]') AS prompt, """
             "json_type(r.output) AS output_type, json_array_length(r.output) AS output_len"
             f"{extra} FROM records r JOIN m USING (record_id) "
             "WHERE r.spec_hash = ? AND r.status = 'accepted' AND m.passed "
             "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.record_id = r.record_id) "
             "AND NOT EXISTS (SELECT 1 FROM review_decisions d WHERE d.record_id = r.record_id) "
-            "ORDER BY r.record_id", [spec_hash, spec_hash]).to_arrow_table()
+            "ORDER BY r.record_id", params=[spec_hash, spec_hash]).to_arrow_table()
         self.con.register("_q_plain", plain.select(["record_id"]))
         try:
             others = [r[0] for r in self.con.execute(
