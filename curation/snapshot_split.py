@@ -16,7 +16,6 @@ from mashbill.curation.snapshot_examples import Built
 from mashbill.curation.snapshot_format import SnapshotError
 from mashbill.curation.split import SplitResult, assign_splits
 from mashbill.specs import ResolvedSpec, canonical_json
-from mashbill.validators.leakage import across_splits
 
 
 @dataclass
@@ -29,6 +28,23 @@ class Split:
     res: SplitResult
     copies: dict[str, int]  # key -> extra oversampled copies
     leak: dict
+
+
+def leakage(keys: list[str], sides: list[str], roots: list[str], queries: list, norms: list[str]) -> dict:
+    """`validators.leakage.across_splits` over the split's rows as columns (Arrow group-bys): groups that straddle
+    splits, and queries identical after normalisation found on more than one side (a key's last row's query, as
+    the check's key -> text dicts hold)."""
+    import pyarrow as pa
+
+    def straddling(by: list, side: list) -> int:
+        t = pa.table({"by": pa.array(by, pa.string()), "side": pa.array(side, pa.string())})
+        counts = t.group_by("by").aggregate([("side", "count_distinct")]).column("side_count_distinct")
+        return int(pc.sum(pc.greater(counts, 1)).as_py() or 0)
+
+    last = list({k: i for i, k in enumerate(keys)}.values())
+    asked = [i for i in last if queries[i]]
+    return {"groups_across_splits": straddling(roots, sides),
+            "identical_queries_across_splits": straddling([norms[i] for i in asked], [sides[i] for i in asked])}
 
 
 def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
@@ -86,7 +102,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
         if res.assignment[keys[i]] == "train":
             train_by_cell[cells[i]].append(keys[i])
     copies = oversample(balance, train_by_cell, cur.quotas, rs.ref)
-    leak = across_splits(res.assignment, dict(zip(ekeys, queries)), res.groups, dict(zip(ekeys, norms)))
+    leak = leakage(ekeys, res.sides, res.roots, queries, norms)
     if leak["groups_across_splits"] or leak["identical_queries_across_splits"]:
         raise SnapshotError(f"{rs.ref}: the split leaks across train/eval/test ({leak}); this is a bug")
     return Split(rows, cut, keys, cells, balance, res, copies, leak)

@@ -94,23 +94,24 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None) -> dict[str, pa.Table]:
     kind, key, copy), taken from the examples table column by column."""
     import numpy as np
 
-    keys, assignment, copies, groups = sp.keys, sp.res.assignment, sp.copies, sp.res.groups
-    rows = np.array(sp.rows, dtype=np.int64)
-    side = np.array([SPLITS.index(assignment[keys[i]]) for i in sp.rows], dtype=np.int8)
-    n_copies = np.array([1 + copies.get(keys[i], 0) for i in sp.rows], dtype=np.int64)
-    group = pa.array([groups.get(k) for k in keys], pa.string())  # per table row (rows off the snapshot: None)
+    keys, copies = sp.keys, sp.copies
+    rows = np.array(sp.rows, dtype=np.int64)  # sp.res.sides and .roots are aligned with these
+    side = np.array([SPLITS.index(s) for s in sp.res.sides], dtype=np.int8)
+    n_copies = (np.array([1 + copies.get(keys[i], 0) for i in sp.rows], dtype=np.int64) if copies
+                else np.ones(len(rows), dtype=np.int64))
+    group = pa.array(sp.res.roots, pa.string())
     tokens = pa.array(n_tokens, pa.int32()) if n_tokens is not None else pa.nulls(t.num_rows, pa.int32())
     out = {}
     for j, split in enumerate(SPLITS):
-        mask = side == j
-        counts = n_copies[mask]
-        idx = np.repeat(rows[mask], counts)
-        copy = np.arange(len(idx), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        take = pa.array(idx, pa.int64())
+        pos = np.nonzero(side == j)[0]
+        counts = n_copies[pos]
+        pos = np.repeat(pos, counts)  # positions in sp.rows, a row once per copy
+        copy = np.arange(len(pos), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        take = pa.array(rows[pos], pa.int64())
         sub = t.take(take)
         cols = {f.name: sub.column(f.name) for f in SCHEMA if f.name in t.schema.names}
         cols["example_id"] = sub.column("key")
-        cols["group"] = group.take(take)
+        cols["group"] = group.take(pa.array(pos, pa.int64()))
         cols["copy"] = pa.array(copy.astype(np.int32), pa.int32())
         cols["n_tokens"] = tokens.take(take)
         table = pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA)

@@ -24,11 +24,14 @@ class SplitResult:
     assignment: dict[str, str]  # key -> split
     groups: dict[str, str]  # key -> group id
     stats: dict
+    sides: list[str] | None = None  # the split of each key given (in their order, repeats included)
+    roots: list[str] | None = None  # the group id of each key given
 
 
-def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]) -> list[str]:
-    """The root key of each row: connected components of the links over the keys, each named by its smallest key
-    (what `validators.dedup.UnionFind` gives), computed over integer ids (Arrow and scipy, no per-key Python)."""
+def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
+    """(distinct keys as an Arrow array, each row's distinct-key index, each row's root index, each distinct key's
+    rank in key order): connected components of the links over the keys, each named by its smallest key (what
+    `validators.dedup.UnionFind` gives), computed over integer ids (Arrow and scipy, no per-key Python)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -46,11 +49,10 @@ def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]) -> list[s
         from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import connected_components
 
-        ends = [pc.index_in(pa.array([p[e] for p in pairs], pa.string()), value_set=uniq).to_numpy(
-            zero_copy_only=False) for e in (0, 1)]
-        if any(np.isnan(x.astype(float)).any() for x in ends):
+        ends = [pc.index_in(pa.array([p[e] for p in pairs], pa.string()), value_set=uniq) for e in (0, 1)]
+        if any(x.null_count for x in ends):
             raise KeyError("a link names a key that is not split")
-        a, b = (x.astype(np.int64) for x in ends)
+        a, b = (x.to_numpy(zero_copy_only=False).astype(np.int64) for x in ends)
         graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
         _, label = connected_components(graph, directed=False)
         smallest = np.full(label.max() + 1, n, dtype=np.int64)
@@ -58,48 +60,58 @@ def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]) -> list[s
         root = by_key[smallest[label]]  # the distinct key of the smallest rank in each one's component
     else:
         root = np.arange(n)
-    return uniq.take(pa.array(root[row_id])).to_pylist()
+    return uniq, row_id, root[row_id], rank
 
 
 def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tuple[str, str]],
                   ratios: dict[str, float]) -> SplitResult:
-    roots = _components(keys, links)
-    members: dict[str, list[int]] = defaultdict(list)
-    for i, root in enumerate(roots):
-        members[root].append(i)
-    by_cell: dict[str, list[str]] = defaultdict(list)
-    for gid, idx in members.items():
-        by_cell[cells[idx[0] if len(idx) == 1 else min(idx, key=lambda i: keys[i])]].append(gid)
+    import numpy as np
+
+    uniq, row_id, row_root, rank = _components(keys, links)
+    n_rows = len(row_id)
+    size_of = np.bincount(row_root, minlength=len(uniq)) if n_rows else np.zeros(0, dtype=np.int64)
+    # a group's cell is its smallest key's (the first such row); groups in order of first appearance
+    order = np.lexsort((np.arange(n_rows), rank[row_id], row_root)) if n_rows else np.zeros(0, dtype=np.int64)
+    first_of_root = order[np.concatenate(([True], row_root[order][1:] != row_root[order][:-1]))] if n_rows else order
+    gids_idx = row_root[first_of_root]
+    names = uniq.take(gids_idx).to_pylist() if n_rows else []
+    gid_cells = [cells[i] for i in first_of_root.tolist()]
+    sizes = size_of[gids_idx].tolist()
+    gid_ids = gids_idx.tolist()
+    sort_key = [(c, hashlib.sha256(g.encode()).hexdigest()) for c, g in zip(gid_cells, names)]
     inf = float("-inf")
     r0, r1, r2 = (ratios.get(s, 0.0) for s in SPLITS)
     t0 = t1 = t2 = 0
-    side_of: dict[str, str] = {}
+    side = np.zeros(len(uniq), dtype=np.int8)
     n_total = 0
-    # the split furthest below its share (in the cell and overall) wins, the earlier one on a tie
-    for cell in sorted(by_cell):
-        c0 = c1 = c2 = 0
-        n_cell = 0
-        for gid in sorted(by_cell[cell], key=lambda g: hashlib.sha256(g.encode()).hexdigest()):
-            size = len(members[gid])
-            nc, nt = n_cell + size, n_total + size
-            d0 = inf if r0 <= 0 else (r0 * nc - c0) + (r0 * nt - t0)
-            d1 = inf if r1 <= 0 else (r1 * nc - c1) + (r1 * nt - t1)
-            d2 = inf if r2 <= 0 else (r2 * nc - c2) + (r2 * nt - t2)
-            if d1 > d0 and d1 >= d2:
-                side_of[gid] = SPLITS[1]
-                c1 += size
-                t1 += size
-            elif d2 > d0 and d2 > d1:
-                side_of[gid] = SPLITS[2]
-                c2 += size
-                t2 += size
-            else:
-                side_of[gid] = SPLITS[0]
-                c0 += size
-                t0 += size
-            n_cell, n_total = nc, nt
-    assignment = {k: side_of[r] for k, r in zip(keys, roots)}
+    cell = None
+    c0 = c1 = c2 = n_cell = 0
+    # cell by cell, groups in the order of a hash of their id: the split furthest below its share (in the cell and
+    # overall) wins, the earlier one on a tie
+    for g in sorted(range(len(names)), key=sort_key.__getitem__):
+        if gid_cells[g] != cell:
+            cell = gid_cells[g]
+            c0 = c1 = c2 = n_cell = 0
+        size = sizes[g]
+        nc, nt = n_cell + size, n_total + size
+        d0 = inf if r0 <= 0 else (r0 * nc - c0) + (r0 * nt - t0)
+        d1 = inf if r1 <= 0 else (r1 * nc - c1) + (r1 * nt - t1)
+        d2 = inf if r2 <= 0 else (r2 * nc - c2) + (r2 * nt - t2)
+        if d1 > d0 and d1 >= d2:
+            side[gid_ids[g]] = 1
+            c1 += size
+            t1 += size
+        elif d2 > d0 and d2 > d1:
+            side[gid_ids[g]] = 2
+            c2 += size
+            t2 += size
+        else:
+            c0 += size
+            t0 += size
+        n_cell, n_total = nc, nt
+    sides = [SPLITS[j] for j in side[row_root].tolist()]
+    roots = uniq.take(row_root).to_pylist() if n_rows else []
+    assignment = dict(zip(keys, sides))
     groups = dict(zip(keys, roots))
-    multi = sum(1 for idx in members.values() if len(idx) > 1)
-    return SplitResult(assignment, groups, {"groups": len(members), "multi_record_groups": multi,
-                                            "largest_group": max((len(v) for v in members.values()), default=0)})
+    return SplitResult(assignment, groups, {"groups": len(names), "multi_record_groups": sum(1 for n in sizes if n > 1),
+                                            "largest_group": max(sizes, default=0)}, sides, roots)
