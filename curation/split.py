@@ -78,7 +78,11 @@ def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tup
     gid_cells = [cells[i] for i in first_of_root.tolist()]
     sizes = size_of[gids_idx].tolist()
     gid_ids = gids_idx.tolist()
-    sort_key = [(c, hashlib.sha256(g.encode()).hexdigest()) for c, g in zip(gid_cells, names)]
+    # cell by cell (ranks of the sorted distinct cells), then by the hash of the group id (digest bytes sort as
+    # their hex does)
+    cell_rank = {c: r for r, c in enumerate(sorted(set(gid_cells)))}
+    digests = np.array([hashlib.sha256(g.encode()).digest() for g in names], dtype="S32")
+    by_order = np.lexsort((digests, np.array([cell_rank[c] for c in gid_cells], dtype=np.int64))).tolist()
     inf = float("-inf")
     r0, r1, r2 = (ratios.get(s, 0.0) for s in SPLITS)
     t0 = t1 = t2 = 0
@@ -88,7 +92,7 @@ def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tup
     c0 = c1 = c2 = n_cell = 0
     # cell by cell, groups in the order of a hash of their id: the split furthest below its share (in the cell and
     # overall) wins, the earlier one on a tie
-    for g in sorted(range(len(names)), key=sort_key.__getitem__):
+    for g in by_order:
         if gid_cells[g] != cell:
             cell = gid_cells[g]
             c0 = c1 = c2 = n_cell = 0
