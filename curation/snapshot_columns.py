@@ -19,7 +19,7 @@ from typing import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mashbill.curation.labels import cell_name, classification_label, labels_of
+from mashbill.curation.labels import cell_name, class_list, classification_label, labels_of
 from mashbill.curation.snapshot_format import MESSAGE
 from mashbill.specs import canonical_json
 
@@ -72,8 +72,6 @@ def _json_string(text: str) -> str:
 def _label_facts(kind: str, dims: list[str], inputs: dict, output, meta: dict) -> tuple[str, str, list[str], str]:
     """(labels as canonical JSON, cell, class labels, lang) of one record, as snapshot_examples.sft_examples
     computes them."""
-    from mashbill.curation.snapshot_examples import class_list
-
     labels = labels_of(dims, kind, inputs, output, meta)
     lang = labels.get("lang") or inputs.get("lang") or meta.get("lang") or "none"
     return (canonical_json(labels), cell_name(labels, dims), class_list(classification_label(kind, output, meta)),

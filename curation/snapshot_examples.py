@@ -8,8 +8,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from mashbill.curation.labels import cell_name, classification_label, dims_for, labels_of
+from mashbill.curation.labels import cell_name, class_list, classification_label, dims_for, labels_of
 from mashbill.curation.select import Excluded, Selection, select_records
+from mashbill.curation.snapshot_columns import from_examples, paths_for, sft_table
 from mashbill.errors import MashbillError
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, canonical_json
@@ -42,12 +43,6 @@ class Example:
 
 def example_key(*parts: Any) -> str:
     return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()
-
-
-def class_list(value) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
 
 
 def _sft_key(messages, completion: str, shared: dict[tuple[str, str], str]) -> str:
@@ -109,8 +104,6 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
     spec = rs.spec
     dims = dims_for(spec.kind, spec.curation.quotas.dims)
     if spec.kind != "preference":
-        from mashbill.curation.snapshot_columns import paths_for, sft_table
-
         sel = select_records(store, rs, columnar=True, paths=paths_for(spec.kind, dims))
         return Built(sft_table(sft_examples(sel, dims), sel.plain, spec.kind, dims, spec.ref), sel.excluded, sel.verdict_counts, sel.review, sel.run_ids,
                      sel.validation_ids, [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
@@ -170,8 +163,6 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
             "edits": edits_of(rs), "samples_per_query": cfg.samples_per_query, "source_spec": src.ref,
             "rules_engine": pb.engine, "rejected_pairs": dict(Counter(e.codes[0] for e in pb.excluded)),
             **pb.notes}
-    from mashbill.curation.snapshot_columns import from_examples
-
     return Built(from_examples(examples), src_sel.excluded + pb.excluded, dict(sorted(verdicts.items())), src_sel.review,
                  sorted(set(src_sel.run_ids) | set(sample_runs)),
                  sorted(set(src_sel.validation_ids) | set(sample_validations)),
