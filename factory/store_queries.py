@@ -142,6 +142,15 @@ class StoreQueries:
             f"SELECT run_id, spec_name || '@' || spec_version, status FROM records {where} "
             "ORDER BY run_id, created_at, record_id", params).fetchall()
 
+    def run_timeline(self, spec_hashes: Sequence[str] | None = None) -> pa.Table:
+        """Per run (run_id, spec name@version, accepted: bool list of its records' status == 'accepted', in the
+        order `record_timeline` gives), as columns."""
+        where, params = self._hash_filter(spec_hashes)
+        return self.con.sql(
+            "SELECT run_id, list(spec ORDER BY created_at, record_id)[1] AS spec, list(accepted ORDER BY created_at, record_id) AS accepted FROM "
+            f"(SELECT run_id, spec_name || '@' || spec_version AS spec, status = 'accepted' AS accepted, created_at, "
+            f"record_id FROM records {where}) GROUP BY run_id ORDER BY run_id", params=params or None).to_arrow_table()
+
     def call_latencies(self, spec_hashes: Sequence[str] | None = None) -> list[float]:
         """Latency of every teacher call for records of some spec hashes, in call order."""
         where, params = self._hash_filter(spec_hashes)
