@@ -266,7 +266,7 @@ class StoreQueries:
 
     # A stored JSON column (written by `_json`: sorted keys, ", " and ": " separators, no indent) as its canonical
     # text (`specs.canonical_json` of the decoded value): the same text without the spaces outside string literals.
-    _MINIFY = r"""regexp_replace({col}, '("(?:[^"\\]|\\.)*")| ', '\1', 'g')"""
+    _MINIFY = r"""regexp_replace({col}, '("[^"\\]*(?:\\.[^"\\]*)*")| ', '\1', 'g')"""
 
     def plain_usable(self, spec_hash: str, paths: Sequence[tuple[str, str, str]] = ()) -> tuple[pa.Table, list[str]]:
         """The records of a spec hash that are usable without the rules' walk (`factory.usable.record_states`'s
