@@ -3,10 +3,11 @@
     python bench/freeze.py [--records 260000] [--repeat 1] [--before REV]
 
 The store is built once (accepted plan records of the library's quickstart-plan@2 spec, one validation
-run over all of them, a few review decisions) and cached under ~/.cache/mashbill/bench/; a rerun reuses it.
+run over all of them, every 97th record rejected by it) and cached under ~/.cache/mashbill/bench/; a rerun reuses it.
 Each repeat freezes it with tokens=False into a fresh folder, in a process of its own, and times the whole
-`freeze` call (open the store, select, balance, split, write Parquet, manifest) with that process's peak RSS. Queries are random pseudo-word sentences, and every
-500th is a near duplicate of the one before, so grouping and the split have real work. Last line: machine-readable.
+`freeze` call (open the store, select, balance, split, write Parquet, manifest) with that process's peak RSS.
+Queries are random pseudo-word sentences, and every 500th is a near duplicate of the one before, so grouping
+and the split have real work. Last line: machine-readable.
 
 With `--before REV` (a git revision, e.g. the commit before a speed change) the same store is also frozen by
 that revision's code (`git archive` into a temporary folder, imported ahead of this checkout), each freeze in
@@ -226,7 +227,8 @@ def main() -> int:
         runs.append(r)
     best, cpu = min(r["wall"] for r in runs), min(r["cpu"] for r in runs)
     rss = max(r["rss_mb"] for r in runs)
-    print(f"records={args.records} freeze_s={best:.2f} freeze_cpu_s={cpu:.2f} freeze_rows_per_s={args.records / best:.0f} "
+    print(f"records={args.records} freeze_s={best:.2f} freeze_cpu_s={cpu:.2f} "
+          f"freeze_rows_per_s={args.records / best:.0f} "
           f"freeze_cpu_rows_per_s={args.records / cpu:.0f} peak_rss_mb={rss:.0f} goal_rows_per_s=200000 "
           f"goal_peak_rss_mb=4096 load1={os.getloadavg()[0]:.2f}")
     return 0

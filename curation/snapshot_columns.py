@@ -82,8 +82,9 @@ def _loads(text: str | None):
     return None if text is None else json.loads(text)
 
 
-def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str) -> pa.Table:
-    """EXAMPLES rows of the plain records (`Store.plain_usable` columns with `paths_for(kind, dims)`)."""
+def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inputs: bool = True) -> pa.Table:
+    """EXAMPLES rows of the plain records (`Store.plain_usable` columns with `paths_for(kind, dims)`); without
+    `inputs` (no curation.group_by to read them) their inputs column is left empty."""
     n = plain.num_rows
     outputs = pc.fill_null(plain.column("output"), "null").to_pylist()  # canonical_json(None) for no output
     messages = plain.column("messages").to_pylist()
@@ -130,16 +131,18 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str) -> p
         "prompt": plain.column("prompt").cast(pa.list_(MESSAGE)),
         "completion": pa.array(outputs, pa.string()), "rejected": none,
         "rejected_codes": pa.array([[]] * n, pa.list_(pa.string())), "turns": pa.nulls(n, pa.list_(MESSAGE)),
-        "links": pa.array([[]] * n, pa.list_(pa.string())), "inputs": plain.column("input"),  # stored JSON text
+        "links": pa.array([[]] * n, pa.list_(pa.string())),
+        "inputs": plain.column("input") if inputs else none,  # the stored JSON text
     }, schema=EXAMPLES)
 
 
-def sft_table(objects: Sequence, plain: pa.Table | None, kind: str, dims: list[str], spec_ref: str) -> pa.Table:
+def sft_table(objects: Sequence, plain: pa.Table | None, kind: str, dims: list[str], spec_ref: str,
+              inputs: bool = True) -> pa.Table:
     """The SFT examples of a selection (`objects`: Examples of the records off the plain path) in record id
     order."""
     parts = [from_examples(objects)]
     if plain is not None and plain.num_rows:
-        parts.append(plain_table(plain, kind, dims, spec_ref))
+        parts.append(plain_table(plain, kind, dims, spec_ref, inputs))
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     if len(parts) > 1 and parts[0].num_rows:
         table = table.take(pc.sort_indices(table, [("record_id", "ascending")]))

@@ -105,8 +105,10 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
     dims = dims_for(spec.kind, spec.curation.quotas.dims)
     if spec.kind != "preference":
         sel = select_records(store, rs, columnar=True, paths=paths_for(spec.kind, dims))
-        return Built(sft_table(sft_examples(sel, dims), sel.plain, spec.kind, dims, spec.ref), sel.excluded, sel.verdict_counts, sel.review, sel.run_ids,
-                     sel.validation_ids, [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
+        table = sft_table(sft_examples(sel, dims), sel.plain, spec.kind, dims, spec.ref,
+                          inputs=bool(spec.curation.group_by))
+        return Built(table, sel.excluded, sel.verdict_counts, sel.review, sel.run_ids, sel.validation_ids,
+                     [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
     from mashbill.curation.preference import (build_pairs, check_correction_loss, correction_turns, edits_of,
                                               review_request_of, source_spec_of)
 

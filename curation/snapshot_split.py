@@ -64,11 +64,14 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
     kept = set(balance.kept)
     cut = [i for i in base if keys[i] not in kept]
     base = [i for i in base if keys[i] in kept]
-    links_col = t.column("links").to_pylist()
-    derived = [i for i in derived if all(k in kept for k in links_col[i])]
+    # (the per-row Python lists below are built only when some row needs them: at a million rows each costs
+    # 50-120 MB of peak memory)
+    linked = pc.sum(pc.list_value_length(t.column("links"))).as_py() or 0
+    links_col = t.column("links").to_pylist() if linked else None
+    derived = [i for i in derived if all(k in kept for k in links_col[i])] if linked else derived
     rows = base + derived
-    ekeys = [keys[i] for i in rows]
-    links = [(keys[i], other) for i in rows for other in links_col[i]]
+    ekeys = keys if len(rows) == t.num_rows and rows == list(range(t.num_rows)) else [keys[i] for i in rows]
+    links = [(keys[i], other) for i in rows for other in links_col[i]] if linked else []
     # paraphrase groups and shared sources
     if cur.group_by:
         inputs = t.column("inputs").to_pylist()
@@ -84,15 +87,18 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
                     links.append((first[value], keys[i]))
                 else:
                     first[value] = keys[i]
-    record_ids = t.column("record_id").to_pylist()
-    by_record: dict[str, str] = {}
-    for i in rows:
-        if record_ids[i] in by_record:
-            links.append((by_record[record_ids[i]], keys[i]))
-        else:
-            by_record[record_ids[i]] = keys[i]
-    all_queries = t.column("query").to_pylist()
-    queries = [all_queries[i] for i in rows]
+    if pc.count_distinct(t.column("record_id")).as_py() < t.num_rows:  # rows built from one record: one group
+        record_ids = t.column("record_id").to_pylist()
+        by_record: dict[str, str] = {}
+        for i in rows:
+            if record_ids[i] in by_record:
+                links.append((by_record[record_ids[i]], keys[i]))
+            else:
+                by_record[record_ids[i]] = keys[i]
+        del record_ids
+    queries = t.column("query").to_pylist()
+    if ekeys is not keys:
+        queries = [queries[i] for i in rows]
     norms = normalized(queries)  # once, for the near-duplicate groups and the cross-split check
     links += near_duplicate_pairs(ekeys, queries, cur.near_duplicate_threshold, norms)
     ratios = {"train": cur.splits.train, "eval": cur.splits.eval, "test": cur.splits.test}

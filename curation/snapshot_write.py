@@ -144,9 +144,10 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
     tables = split_tables(t, sp, n_tokens)
     cut_cols = {c: t.column(c).take(pa.array(sp.cut, pa.int64())).to_pylist()
                 for c in ("record_id", "spec", "cell", "query", "completion")}
-    excluded = list(built.excluded) + [Excluded(cut_cols["record_id"][i], cut_cols["spec"][i], "balance", (BALANCE_CUT,),
-                                                f"cell {cut_cols['cell'][i]} over its quota", cut_cols["query"][i],
-                                                cut_cols["completion"][i]) for i in range(len(sp.cut))]
+    excluded = list(built.excluded) + [
+        Excluded(cut_cols["record_id"][i], cut_cols["spec"][i], "balance", (BALANCE_CUT,),
+                 f"cell {cut_cols['cell'][i]} over its quota", cut_cols["query"][i], cut_cols["completion"][i])
+        for i in range(len(sp.cut))]
     reject_rows = sorted(({"record_id": x.record_id, "spec": x.spec, "stage": x.stage, "codes": list(x.codes),
                            "detail": x.detail, "query": x.query, "output": x.output} for x in excluded),
                          key=lambda r: (r["stage"], r["record_id"], r["spec"], r["codes"]))

@@ -274,9 +274,9 @@ class StoreQueries:
         record id order, and the ids of every other record of the hash (for `record_states(ids=...)`).
 
         Columns: record_id, run_id, validation_id; input and meta as stored (JSON text); output and messages as
-        canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as list<struct<role, content>>);
-        output_type and output_len (the output's JSON type and array length); and per (name, column, JSON path) in
-        `paths` that path's JSON text (NULL when absent; a path with `*` gives the list of what it matched)."""
+        canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
+        list<struct<role, content>>); output_type and output_len (the output's JSON type and array length); and
+        per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the list of what it matched)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
             if not (name.isidentifier() and col in ("input", "output", "meta") and "'" not in path):
                 raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")

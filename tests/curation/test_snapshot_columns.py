@@ -85,7 +85,8 @@ def stores(lib, tmp_path):
 def test_the_columnar_freeze_writes_the_bytes_the_row_freeze_wrote(stores, tmp_path):
     bench = _bench()
     pkg = bench.checkout(BEFORE, tmp_path / "rev")
-    jobs = [(str(spec), str(store), str(tmp_path / f"old-{i}"), tokens) for i, (spec, store, tokens) in enumerate(stores)]
+    jobs = [(str(spec), str(store), str(tmp_path / f"old-{i}"), tokens)
+            for i, (spec, store, tokens) in enumerate(stores)]
     env = {**os.environ, "PYTHONPATH": str(pkg)}
     proc = subprocess.run([sys.executable, "-c", OLD, str(pkg), json.dumps(jobs)], env=env, capture_output=True,
                           cwd=tmp_path, text=True, timeout=600)  # not the checkout: `-c` puts the cwd first
