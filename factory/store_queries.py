@@ -267,6 +267,11 @@ class StoreQueries:
     # A stored JSON column (written by `_json`: sorted keys, ", " and ": " separators, no indent) as its canonical
     # text (`specs.canonical_json` of the decoded value): the same text without the spaces outside string literals.
     _MINIFY = r"""regexp_replace({col}, '("[^"\\]*(?:\\.[^"\\]*)*")| ', '\1', 'g')"""
+    # Messages (long system prompts) the cheaper way where it gives the same text: DuckDB's own minified JSON
+    # writes strings as Python does except for the upper-case hex of \u00XX escapes, so only lists of {content,
+    # role} strings with no such escape take it (about 3.5x less CPU than the expression above on 2.5 KB prompts).
+    _MINIFY_MESSAGES = ("CASE WHEN json_structure({col}) = '[{{\"content\":\"VARCHAR\",\"role\":\"VARCHAR\"}}]' "
+                        "AND NOT contains({col}, '\\u00') THEN json({col})::VARCHAR ELSE " + _MINIFY + " END")
 
     def plain_usable(self, spec_hash: str, paths: Sequence[tuple[str, str, str]] = ()) -> tuple[pa.Table, list[str]]:
         """The records of a spec hash that are usable without the rules' walk (`factory.usable.record_states`'s
@@ -276,7 +281,8 @@ class StoreQueries:
         Columns: record_id, run_id, validation_id; input and meta as stored (JSON text); output and messages as
         canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
         list<struct<role, content>>); output_type and output_len (the output's JSON type and array length); and
-        per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the list of what it matched)."""
+        per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the
+        list of what it matched)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
             if not (name.isidentifier() and col in ("input", "output", "meta") and "'" not in path):
                 raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")
@@ -287,7 +293,7 @@ class StoreQueries:
             "arg_max(validation_id, validated_at) AS validation_id FROM record_validations "
             "WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) GROUP BY record_id) "
             f"SELECT r.record_id, r.run_id, m.validation_id, r.input, r.meta, "
-            f"{m.format(col='r.output')} AS output, {m.format(col='r.messages')} AS messages, "
+            f"{m.format(col='r.output')} AS output, {self._MINIFY_MESSAGES.format(col='r.messages')} AS messages, "
             """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]') AS prompt, """
             "json_type(r.output) AS output_type, json_array_length(r.output) AS output_len"
             f"{extra} FROM records r JOIN m USING (record_id) "

@@ -106,8 +106,14 @@ def test_the_columnar_freeze_writes_the_bytes_the_row_freeze_wrote(stores, tmp_p
 def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
     ref = SpecRef("p", 1, "h" * 64)
     odd = {"b": [1, 2.5, -0.0, 1e-07, "q\"uo\\te, : "], "a": "x, y: z", "ü": "Ärger \n\t\u0001 \u2028 \U0001F600"}
+    # messages: plain strings (DuckDB's minified JSON), a control character DuckDB escapes in upper case and an
+    # extra numeric field (both the regular expression)
+    system = {"role": "system", "content": "Plan: «über» / \u2028 \\ \"q\", : " * 30}
+    msgs = [(system, {"role": "user", "content": "q0"}),
+            ({"role": "user", "content": "a\x0bb\x1f, : \\u000B"},), ({"role": "user", "content": "q2"},),
+            ({"role": "user", "content": "x", "n": 1.5e-07},), ({"role": "user", "content": "q4"},)]
     recs = [Record(f"r{i}", "plan", {"query": f"q{i}", "lang": "en"}, odd if i == 1 else [{"category": "c"}], None,
-                   ref, "accepted", ({"role": "user", "content": f"q{i}, \"x\""},), {"lang": "en"}) for i in range(5)]
+                   ref, "accepted", msgs[i], {"lang": "en"}) for i in range(5)]
     with Store.open(tmp_path / "s") as s:
         run = s.begin_run(spec_name="p", spec_version=1, spec_hash=ref.hash, kind="plan", backend="t", model="m",
                           model_sha256=None, model_info=None, sampling={})
@@ -123,5 +129,5 @@ def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
         rec = by_id[row["record_id"]]
         assert row["output"] == canonical_json(rec.output)
         assert row["messages"] == canonical_json(list(rec.messages))
-        assert row["prompt"] == list(rec.messages)
+        assert row["prompt"] == [{"role": m["role"], "content": m["content"]} for m in rec.messages]
         assert json.loads(row["lang"]) == "en"
