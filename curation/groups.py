@@ -43,11 +43,9 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
     if m >= 2:
         pairs, _ = near_pairs(distinct, threshold, shingle=shingle, num_perm=num_perm, bands=bands)
         if len(pairs):
-            from scipy.sparse import coo_matrix
-            from scipy.sparse.csgraph import connected_components
+            from mashbill.curation.split import connected
 
-            graph = coo_matrix((np.ones(len(pairs), dtype=np.int8), (pairs[:, 0], pairs[:, 1])), shape=(m, m))
-            label = connected_components(graph, directed=False)[1]
+            label = connected(m, pairs[:, 0], pairs[:, 1])
     per_text = label[ids]
     _, first = np.unique(per_text, return_index=True)
     number = np.empty(per_text.max() + 1, dtype=np.int64)

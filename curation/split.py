@@ -28,10 +28,35 @@ class SplitResult:
     roots: list[str] | None = None  # the group id of each key given
 
 
+def connected(n: int, a, b):
+    """Connected components of an undirected graph on nodes 0..n-1 with edges (a[i], b[i]) (numpy integer arrays):
+    each node's label is the smallest node of its component. Min-label hooking with pointer jumping, in numpy (no
+    scipy: it is not a core dependency); a few passes for the small components splits and duplicates make."""
+    import numpy as np
+
+    label = np.arange(n, dtype=np.int64)
+    if not len(a):
+        return label
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:  # every label is a node of the same component no larger than the node: jump to its label
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
 def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
     """(distinct keys as an Arrow array, each row's distinct-key index, each row's root index, each distinct key's
     rank in key order): connected components of the links over the keys, each named by its smallest key (what
-    `validators.dedup.UnionFind` gives), computed over integer ids (Arrow and scipy, no per-key Python)."""
+    `validators.dedup.UnionFind` gives), computed over integer ids (Arrow and numpy, no per-key Python)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -46,16 +71,12 @@ def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
     rank[by_key] = np.arange(n)
     pairs = list(links)
     if pairs:
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
-
         ends = [pc.index_in(pa.array([p[e] for p in pairs], pa.string()), value_set=uniq) for e in (0, 1)]
         if any(x.null_count for x in ends):
             raise KeyError("a link names a key that is not split")
         a, b = (x.to_numpy(zero_copy_only=False).astype(np.int64) for x in ends)
-        graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
-        _, label = connected_components(graph, directed=False)
-        smallest = np.full(label.max() + 1, n, dtype=np.int64)
+        label = connected(n, a, b)
+        smallest = np.full(n, n, dtype=np.int64)
         np.minimum.at(smallest, label, rank)
         root = by_key[smallest[label]]  # the distinct key of the smallest rank in each one's component
     else:
