@@ -1,18 +1,20 @@
-"""`snapshot freeze` throughput on a large synthetic store (issue 11: goal >= 200,000 rows/s at 260,000 records).
+"""`snapshot freeze` throughput on a large synthetic store (issues 11, 29: goal >= 200,000 rows/s at 260,000 records).
 
     python bench/freeze.py [--records 260000] [--repeat 1] [--before REV]
 
 The store is built once (accepted plan records of the library's quickstart-plan@2 spec, one validation
-run over all of them, a few review decisions) and cached under ~/.cache/mashbill/bench/; a rerun reuses it.
-Each repeat freezes it with tokens=False into a fresh folder and times the whole `freeze` call (open the
-store, select, balance, split, write Parquet, manifest). Queries are random pseudo-word sentences, and every
-500th is a near duplicate of the one before, so grouping and the split have real work. Last line: machine-readable.
+run over all of them, every 97th record rejected by it) and cached under ~/.cache/mashbill/bench/; a rerun reuses it.
+Each repeat freezes it with tokens=False into a fresh folder, in a process of its own, and times the whole
+`freeze` call (open the store, select, balance, split, write Parquet, manifest) with that process's peak RSS.
+Queries are random pseudo-word sentences, and every 500th is a near duplicate of the one before, so grouping
+and the split have real work. Last line: machine-readable.
 
 With `--before REV` (a git revision, e.g. the commit before a speed change) the same store is also frozen by
 that revision's code (`git archive` into a temporary folder, imported ahead of this checkout), each freeze in
 its own process, and the two are printed side by side with CPU seconds (steadier than wall time on a shared
 machine); the bench then checks that both snapshots hold byte-identical files (the manifest may differ only in
-frozen_at, integrity and the store path) and exits 1 when they do not.
+frozen_at, integrity and the store path) and exits 1 when they do not. `--before 479ded1` compares with the
+last row-by-row freeze (issue 29 made it columnar).
 """
 
 from __future__ import annotations
@@ -121,8 +123,11 @@ def child(store: Path, out: Path) -> None:
     res = freeze(find_spec(SPEC), store_path=store, name="bench", version="1", out_dir=out, tokens=False)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     rows = sum(res.manifest["splits"]["counts"].values()) + res.manifest["rejects"]["total"]
+    import resource
+
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the child's peak: this one freeze
     print(json.dumps({"wall": wall, "cpu": cpu, "rows": rows, "path": str(res.path), "code": mashbill.__file__,
-                      "records": res.manifest["selection"]["records"]}))
+                      "records": res.manifest["selection"]["records"], "rss_mb": rss_mb}))
 
 
 def timed(store: Path, out: Path, pythonpath: Path | None = None) -> dict:
@@ -169,18 +174,23 @@ def compare(store: Path, rev: str, repeat: int, n: int) -> int:
             diffs = same_snapshot(Path(b["path"]), Path(a["path"]))
             before.append(b)
             after.append(a)
-            print(f"run {k + 1}: before {b['wall']:.2f}s wall {b['cpu']:.2f}s cpu | after {a['wall']:.2f}s wall "
-                  f"{a['cpu']:.2f}s cpu | {a['rows']} rows | identical: {not diffs}", flush=True)
+            print(f"run {k + 1}: before {b['wall']:.2f}s wall {b['cpu']:.2f}s cpu {b['rss_mb']:.0f} MB | after "
+                  f"{a['wall']:.2f}s wall {a['cpu']:.2f}s cpu {a['rss_mb']:.0f} MB | {a['rows']} rows | "
+                  f"identical: {not diffs} | load1 {os.getloadavg()[0]:.2f}", flush=True)
         bw, bc = min(r["wall"] for r in before), min(r["cpu"] for r in before)
         aw, ac = min(r["wall"] for r in after), min(r["cpu"] for r in after)
         print(f"{'':12}{'before ' + rev[:12]:>22}{'after':>14}{'ratio':>8}")
         print(f"{'wall s':12}{bw:22.2f}{aw:14.2f}{bw / aw:8.2f}")
         print(f"{'cpu s':12}{bc:22.2f}{ac:14.2f}{bc / ac:8.2f}")
+        br, ar = max(r["rss_mb"] for r in before), max(r["rss_mb"] for r in after)
         print(f"{'records/s':12}{n / bw:22,.0f}{n / aw:14,.0f}")
+        print(f"{'cpu rows/s':12}{n / bc:22,.0f}{n / ac:14,.0f}")
+        print(f"{'peak RSS MB':12}{br:22,.0f}{ar:14,.0f}")
         if diffs:
             print(f"NOT IDENTICAL: {diffs}")
         print(f"records={n} before_s={bw:.2f} after_s={aw:.2f} before_cpu_s={bc:.2f} after_cpu_s={ac:.2f} "
-              f"before_rows_per_s={n / bw:.0f} freeze_rows_per_s={n / aw:.0f} speedup_cpu={bc / ac:.2f} "
+              f"before_rows_per_s={n / bw:.0f} freeze_rows_per_s={n / aw:.0f} freeze_cpu_rows_per_s={n / ac:.0f} "
+              f"speedup_cpu={bc / ac:.2f} before_peak_rss_mb={br:.0f} peak_rss_mb={ar:.0f} "
               f"identical={int(not diffs)} goal_rows_per_s=200000 load1={os.getloadavg()[0]:.2f}")
         return 1 if diffs else 0
     finally:
@@ -196,8 +206,6 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--before", metavar="REV", help="also freeze with this git revision's code and compare")
     args = ap.parse_args()
-    from mashbill.curation.snapshot import freeze
-
     cache = Path(os.environ.get("MASHBILL_BENCH_DIR", Path.home() / ".cache" / "mashbill" / "bench"))
     store = cache / f"freeze-v2-{args.records}"
     if not (store / "mashbill.duckdb").is_file():
@@ -206,23 +214,23 @@ def main() -> int:
         print(f"built {store} with {args.records} records in {time.perf_counter() - t0:.1f}s", flush=True)
     if args.before:
         return compare(store, args.before, args.repeat, args.records)
-    spec = find_spec(SPEC)
-    best = None
-    for k in range(args.repeat):
+    runs = []
+    for k in range(args.repeat):  # each freeze in its own process, so its peak RSS is its own
         out = Path(tempfile.mkdtemp(prefix="mashbill-freeze-bench-"))
         try:
-            t0 = time.perf_counter()
-            res = freeze(spec, store_path=store, name="bench", version="1", out_dir=out, tokens=False)
-            wall = time.perf_counter() - t0
+            r = timed(store, out)
         finally:
             shutil.rmtree(out, ignore_errors=True)
-        rows = sum(res.manifest["splits"]["counts"].values()) + res.manifest["rejects"]["total"]
-        print(f"run {k + 1}: {res.manifest['selection']['records']} records, {rows} rows written in {wall:.2f}s "
-              f"({args.records / wall:,.0f} records/s)", flush=True)
-        best = wall if best is None else min(best, wall)
-    load = os.getloadavg()[0]
-    print(f"records={args.records} freeze_s={best:.2f} freeze_rows_per_s={args.records / best:.0f} "
-          f"goal_rows_per_s=200000 load1={load:.2f}")
+        print(f"run {k + 1}: {r['records']} records, {r['rows']} rows written in {r['wall']:.2f}s wall, "
+              f"{r['cpu']:.2f}s cpu ({args.records / r['wall']:,.0f} records/s), peak RSS {r['rss_mb']:.0f} MB, "
+              f"load1 {os.getloadavg()[0]:.2f}", flush=True)
+        runs.append(r)
+    best, cpu = min(r["wall"] for r in runs), min(r["cpu"] for r in runs)
+    rss = max(r["rss_mb"] for r in runs)
+    print(f"records={args.records} freeze_s={best:.2f} freeze_cpu_s={cpu:.2f} "
+          f"freeze_rows_per_s={args.records / best:.0f} "
+          f"freeze_cpu_rows_per_s={args.records / cpu:.0f} peak_rss_mb={rss:.0f} goal_rows_per_s=200000 "
+          f"goal_peak_rss_mb=4096 load1={os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mashbill.validators.dedup import UnionFind
 
 
 def normalized(texts: Sequence[str]) -> list[str]:
@@ -24,26 +23,34 @@ def normalized(texts: Sequence[str]) -> list[str]:
 
 def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,
                             bands: int = 16, norms: Sequence[str] | None = None) -> list[int]:
-    """A cluster number per text; texts with Jaccard >= threshold (LSH candidates confirmed on the exact shingle
-    sets, as in dedup) share one (transitively). `norms`: the texts already normalised (`normalized(texts)`),
-    when the caller needs them too."""
+    """A cluster number per text (numbered in order of first appearance); texts with Jaccard >= threshold (LSH
+    candidates confirmed on the exact shingle sets, as in dedup) share one (transitively). `norms`: the texts
+    already normalised (`normalized(texts)`), when the caller needs them too. Exact duplicates after normalisation
+    are one node; clusters are connected components over integer ids."""
+    import numpy as np
+    import pyarrow as pa
+
     from mashbill.validators.dedup import near_pairs
 
     norms = list(norms) if norms is not None else normalized(texts)
-    keys = [str(i) for i in range(len(texts))]
-    uf = UnionFind(keys)
-    first: dict[str, int] = {}
-    for i, n in enumerate(norms):
-        j = first.setdefault(n, i)
-        if j != i:
-            uf.union(keys[j], keys[i])
-    uniq = sorted(first.values())
-    if len(uniq) >= 2:
-        pairs, _ = near_pairs([norms[i] for i in uniq], threshold, shingle=shingle, num_perm=num_perm, bands=bands)
-        for a, b in pairs.tolist():
-            uf.union(keys[uniq[a]], keys[uniq[b]])
-    roots: dict[str, int] = {}
-    return [roots.setdefault(uf.find(k), len(roots)) for k in keys]
+    if not norms:
+        return []
+    enc = pa.array(norms, pa.string()).dictionary_encode()  # ids in order of first appearance
+    ids = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    distinct = enc.dictionary.to_pylist()  # the first occurrence of each normalised text, in input order
+    m = len(distinct)
+    label = np.arange(m)
+    if m >= 2:
+        pairs, _ = near_pairs(distinct, threshold, shingle=shingle, num_perm=num_perm, bands=bands)
+        if len(pairs):
+            from mashbill.curation.split import connected
+
+            label = connected(m, pairs[:, 0], pairs[:, 1])
+    per_text = label[ids]
+    _, first = np.unique(per_text, return_index=True)
+    number = np.empty(per_text.max() + 1, dtype=np.int64)
+    number[per_text[np.sort(first)]] = np.arange(len(first))
+    return number[per_text].tolist()
 
 
 def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: float,

@@ -119,6 +119,13 @@ def classification_label(kind: str, output: Any, meta: dict) -> str | list[str] 
     return None
 
 
+def class_list(value) -> list[str]:
+    """A classification label as the list a snapshot row holds."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
 def class_names(kind: str, output_schema: dict, taxonomy=None) -> tuple[list[str], str]:
     """(class names, problem type) a classifier over `kind` predicts, from the spec, not from the labels that
     happened to occur, so class ids are stable across snapshots of the same spec. Complexity: the schema's

@@ -16,21 +16,23 @@ def _downsample(points: list, limit: int = MAX_POINTS) -> list:
         return points
     step = len(points) / limit
     out = [points[int(i * step)] for i in range(limit)]
-    if out[-1] is not points[-1]:
-        out[-1] = points[-1]
+    out[-1] = points[-1]
     return out
 
 
 def store_series(store: Store, spec_hashes: list[str] | None, review: dict | None) -> dict:
     """Accept rate over each run, teacher latency, status counts and review progress."""
+    import numpy as np
+
     runs: dict[str, dict] = {}
-    for run_id, spec, status in store.record_timeline(spec_hashes):
-        run = runs.setdefault(run_id, {"run_id": run_id, "spec": spec, "n": 0, "accepted": 0, "points": []})
-        run["n"] += 1
-        run["accepted"] += status == "accepted"
-        run["points"].append([run["n"], round(run["accepted"] / run["n"], 4)])
-    for run in runs.values():
-        run["points"] = _downsample(run["points"])
+    timeline = store.run_timeline(spec_hashes).to_pydict()
+    for run_id, spec, accepted in zip(timeline["run_id"], timeline["spec"], timeline["accepted"]):
+        n = len(accepted)
+        cum = np.cumsum(np.array(accepted, dtype=np.int64)).tolist()
+        # the points _downsample keeps, each [records so far, accept rate so far] as the row-by-row walk gave it
+        at = _downsample(range(n))
+        runs[run_id] = {"run_id": run_id, "spec": spec, "n": n, "accepted": cum[-1] if n else 0,
+                        "points": [[i + 1, round(cum[i] / (i + 1), 4)] for i in at]}
     lat = store.call_latencies(spec_hashes)
     status = store.status_counts(spec_hashes)
     if review is None:

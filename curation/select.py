@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import jsonschema
 
@@ -51,6 +51,9 @@ class Selection:
     run_ids: list[str]
     validation_ids: list[str]
     corrections: list[tuple[Record, Any]] = field(default_factory=list)  # (record, corrected output)
+    # with `columnar`: the usable records decided without the rules' walk, as `Store.plain_usable` columns (they
+    # are candidates too, with the teacher output, origin "teacher" and no review; not in `candidates`)
+    plain: Any = None
 
 
 def _q(record: Record) -> str | None:
@@ -73,7 +76,10 @@ def _rules_recheck(checker, rec: Record):
     return ok
 
 
-def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | None = None) -> Selection:
+def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | None = None, columnar: bool = False,
+                   paths: Sequence[tuple[str, str, str]] = ()) -> Selection:
+    """The selection; with `columnar` (and review not required), the records the common case decides come back as
+    one Arrow table (`Selection.plain`, with the JSON `paths` of `Store.plain_usable`) instead of Candidates."""
     spec = rs.spec
     require_review = spec.curation.require_review if require_review is None else require_review
     validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
@@ -88,8 +94,14 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
             checker.append(RecordChecker.for_spec(rs))
         return _rules_recheck(checker[0], rec)
 
-    states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)
-    if not states:
+    plain = None
+    if columnar and not require_review:
+        plain, others = store.plain_usable(rs.hash, paths)
+        states = store.usable(rs.hash, validator=validator, recheck_for=recheck_for, ids=others)
+    else:
+        states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)
+    n_plain = plain.num_rows if plain is not None else 0
+    if not states and not n_plain:
         others = sorted({h for h, _, _ in store.spec_status_counts(spec.name, spec.version)})
         hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[:12] for h in others)}),"
                 " so the spec changed since they were generated") if others else "; run `mashbill generate` first"
@@ -128,16 +140,19 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
                     (REVIEW_BAD_CORRECTION, stats["invalid_corrections"])):
         if n:
             counts[code] += n
-    review = {"require_review": require_review, "records": len(states),
+    review = {"require_review": require_review, "records": len(states) + n_plain,
               "reviewed": stats["reviewed"], "accepted": stats["accepted"], "corrected": stats["corrected"],
               "rejected": stats["rejected"], "disagreements": stats["disagreement"],
               "invalid_corrections": stats["invalid_corrections"],
               "accepted_but_failed_validation": stats["accepted_but_invalid"],
-              "unreviewed": len(states) - stats["reviewed"]}
+              "unreviewed": len(states) + n_plain - stats["reviewed"]}
     runs = store.record_runs([c.record.id for c in candidates])
-    run_ids = sorted(set(runs.values()))
+    run_ids = set(runs.values())
     marks = {st.record.id: st.mark for st in states if st.mark is not None}
-    validation_ids = sorted({marks[c.record.id][1] for c in candidates if c.record.id in marks})
-    return Selection(rs, candidates, excluded, dict(sorted(counts.items())), review, run_ids, validation_ids,
-                     corrections)
+    validation_ids = {marks[c.record.id][1] for c in candidates if c.record.id in marks}
+    if n_plain:
+        run_ids.update(plain.column("run_id").unique().to_pylist())
+        validation_ids.update(plain.column("validation_id").unique().to_pylist())
+    return Selection(rs, candidates, excluded, dict(sorted(counts.items())), review, sorted(run_ids),
+                     sorted(validation_ids), corrections, plain)
 

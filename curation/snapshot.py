@@ -81,7 +81,7 @@ def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str
         built = build(store, rs)
         from mashbill.curation.judging import judge_export
 
-        built.judge = judge_export(store, rs, [e.record_id for e in built.examples])
+        built.judge = judge_export(store, rs, built.examples.column("record_id").to_pylist())
         reviewed = built.review["reviewed"] or built.review["require_review"]
         stats = store_series(store, built.spec_hashes, built.review if reviewed else None)
         teacher = teacher_facts(store, built.run_ids)

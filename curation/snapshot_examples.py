@@ -8,8 +8,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from mashbill.curation.labels import cell_name, classification_label, dims_for, labels_of
+from mashbill.curation.labels import cell_name, class_list, classification_label, dims_for, labels_of
 from mashbill.curation.select import Excluded, Selection, select_records
+from mashbill.curation.snapshot_columns import from_examples, paths_for, sft_table
 from mashbill.errors import MashbillError
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, canonical_json
@@ -40,34 +41,8 @@ class Example:
         return self.turns or [*self.prompt, {"role": "assistant", "content": self.completion}]
 
 
-def columns(rows: list[tuple[Example, int]], groups: dict[str, str], n_tokens: dict[str, int | None]
-            ) -> dict[str, list]:
-    """A split's rows (example, copy) as the snapshot schema's columns (`snapshot_format.SCHEMA`), built column
-    by column from the examples, without a dict per row (most of a large freeze's write time went there)."""
-    labels: dict[str, str] = {}
-    for e, _ in rows:  # once per example, not per oversampled copy
-        if e.key not in labels:
-            labels[e.key] = canonical_json(e.labels)
-    es = [e for e, _ in rows]
-    return {"example_id": [e.key for e in es], "record_id": [e.record_id for e in es],
-            "row_kind": [e.row_kind for e in es], "spec": [e.spec for e in es], "source": [e.source for e in es],
-            "rule": [e.rule for e in es], "query": [e.query for e in es], "lang": [e.lang for e in es],
-            "labels": [labels[e.key] for e in es], "cell": [e.cell for e in es],
-            "class_labels": [e.class_labels for e in es], "prompt": [e.prompt for e in es],
-            "completion": [e.completion for e in es], "rejected": [e.rejected for e in es],
-            "rejected_codes": [e.rejected_codes for e in es], "turns": [e.turns for e in es],
-            "group": [groups[e.key] for e in es], "copy": [c for _, c in rows],
-            "n_tokens": [n_tokens.get(e.key) for e in es]}
-
-
 def example_key(*parts: Any) -> str:
     return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()
-
-
-def class_list(value) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
 
 
 def _sft_key(messages, completion: str, shared: dict[tuple[str, str], str]) -> str:
@@ -110,7 +85,7 @@ def lang_of(inputs: dict, meta: dict) -> str:
 
 @dataclass
 class Built:
-    examples: list[Example]
+    examples: Any  # pa.Table of snapshot_columns.EXAMPLES rows
     excluded: list[Excluded]
     verdicts: dict[str, int]
     review: dict
@@ -129,9 +104,11 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
     spec = rs.spec
     dims = dims_for(spec.kind, spec.curation.quotas.dims)
     if spec.kind != "preference":
-        sel = select_records(store, rs)
-        return Built(sft_examples(sel, dims), sel.excluded, sel.verdict_counts, sel.review, sel.run_ids,
-                     sel.validation_ids, [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
+        sel = select_records(store, rs, columnar=True, paths=paths_for(spec.kind, dims))
+        table = sft_table(sft_examples(sel, dims), sel.plain, spec.kind, dims, spec.ref,
+                          inputs=bool(spec.curation.group_by))
+        return Built(table, sel.excluded, sel.verdict_counts, sel.review, sel.run_ids, sel.validation_ids,
+                     [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
     from mashbill.curation.preference import (build_pairs, check_correction_loss, correction_turns, edits_of,
                                               review_request_of, source_spec_of)
 
@@ -188,7 +165,7 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
             "edits": edits_of(rs), "samples_per_query": cfg.samples_per_query, "source_spec": src.ref,
             "rules_engine": pb.engine, "rejected_pairs": dict(Counter(e.codes[0] for e in pb.excluded)),
             **pb.notes}
-    return Built(examples, src_sel.excluded + pb.excluded, dict(sorted(verdicts.items())), src_sel.review,
+    return Built(from_examples(examples), src_sel.excluded + pb.excluded, dict(sorted(verdicts.items())), src_sel.review,
                  sorted(set(src_sel.run_ids) | set(sample_runs)),
                  sorted(set(src_sel.validation_ids) | set(sample_validations)),
                  [("snapshot", rs), ("source", src)], pb.engine, pref, src_sel.review["records"] + len(samples),

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mashbill import __version__
 from mashbill.curation.balance import BALANCE_CUT
 from mashbill.curation.select import Excluded
 from mashbill.curation.snapshot_card import dataset_card
-from mashbill.curation.snapshot_examples import Built, Example, columns
+from mashbill.curation.snapshot_examples import Built
 from mashbill.curation.snapshot_find import verify
 from mashbill.curation.snapshot_format import (CARD, FORMAT, MANIFEST, REJECT_SCHEMA, SCHEMA, FreezeResult,
                                                SnapshotError, integrity_of, manifest_bytes, snapshot_id_of)
@@ -88,29 +89,72 @@ def publish(tmp: Path, final: Path, manifest: dict, ref: str) -> None:
                             "nothing was replaced") from None
 
 
+def split_tables(t: pa.Table, sp, n_tokens: list | None) -> dict[str, pa.Table]:
+    """Each split's rows of the snapshot schema: its examples and their oversampled copies, sorted by (cell, row
+    kind, key, copy), taken from the examples table column by column."""
+    import numpy as np
+
+    keys, copies = sp.keys, sp.copies
+    rows = np.array(sp.rows, dtype=np.int64)  # sp.res.sides and .roots are aligned with these
+    side = np.array([SPLITS.index(s) for s in sp.res.sides], dtype=np.int8)
+    n_copies = (np.array([1 + copies.get(keys[i], 0) for i in sp.rows], dtype=np.int64) if copies
+                else np.ones(len(rows), dtype=np.int64))
+    group = pa.array(sp.res.roots, pa.string())
+    tokens = pa.array(n_tokens, pa.int32()) if n_tokens is not None else pa.nulls(t.num_rows, pa.int32())
+    out = {}
+    for j, split in enumerate(SPLITS):
+        pos = np.nonzero(side == j)[0]
+        counts = n_copies[pos]
+        pos = np.repeat(pos, counts)  # positions in sp.rows, a row once per copy
+        copy = np.arange(len(pos), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        take = pa.array(rows[pos], pa.int64())
+        sub = t.take(take)
+        cols = {f.name: sub.column(f.name) for f in SCHEMA if f.name in t.schema.names}
+        cols["example_id"] = sub.column("key")
+        cols["group"] = group.take(pa.array(pos, pa.int64()))
+        cols["copy"] = pa.array(copy.astype(np.int32), pa.int32())
+        cols["n_tokens"] = tokens.take(take)
+        table = pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA)
+        # stable: rows of one key and copy (two records with the same messages and output) keep the examples' order
+        out[split] = table.take(pc.sort_indices(table, [("cell", "ascending"), ("row_kind", "ascending"),
+                                                        ("example_id", "ascending"), ("copy", "ascending")])
+                                ).combine_chunks()
+    return out
+
+
+def conversations(t: pa.Table, rows: list[int]) -> list[list[dict]]:
+    """Each row's conversation as a trainer renders it: its turns, else its prompt and the completion."""
+    turns, prompts, completions = (t.column(c).to_pylist() for c in ("turns", "prompt", "completion"))
+    return [turns[i] or [*prompts[i], {"role": "assistant", "content": completions[i]}] for i in rows]
+
+
 def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], store_path: Path, root: Path,
            final: Path, name: str, version: str, tokens: bool, reuse: Path | None = None) -> FreezeResult:
-    examples, cut, balance, res, copies, leak = split_and_balance(built, rs)
+    sp = split_and_balance(built, rs)
+    t = built.examples
     profile = rs.spec.trainer_profile
-    n_tokens: dict[str, int | None] = {}
+    n_tokens: list | None = None
     if tokens:
         from mashbill.curation.tokens import token_lengths
 
-        lengths = token_lengths(profile, rs.home, [e.conversation for e in examples])
+        lengths = token_lengths(profile, rs.home, conversations(t, sp.rows))
         if lengths is not None:
-            n_tokens = {e.key: n for e, n in zip(examples, lengths)}
-    rows: dict[str, list[tuple[Example, int]]] = {s: [] for s in SPLITS}  # (example, copy)
-    for e in examples:
-        split = res.assignment[e.key]
-        for c in range(1 + copies.get(e.key, 0)):
-            rows[split].append((e, c))
-    for s in SPLITS:
-        rows[s].sort(key=lambda r: (r[0].cell, r[0].row_kind, r[0].key, r[1]))
-    excluded = list(built.excluded) + [Excluded(e.record_id, e.spec, "balance", (BALANCE_CUT,),
-                                                f"cell {e.cell} over its quota", e.query, e.completion) for e in cut]
+            last = {sp.keys[i]: n for i, n in zip(sp.rows, lengths)}  # rows sharing a key share one count
+            n_tokens = [last.get(k) for k in sp.keys]
+    tables = split_tables(t, sp, n_tokens)
+    cut_cols = {c: t.column(c).take(pa.array(sp.cut, pa.int64())).to_pylist()
+                for c in ("record_id", "spec", "cell", "query", "completion")}
+    excluded = list(built.excluded) + [
+        Excluded(cut_cols["record_id"][i], cut_cols["spec"][i], "balance", (BALANCE_CUT,),
+                 f"cell {cut_cols['cell'][i]} over its quota", cut_cols["query"][i], cut_cols["completion"][i])
+        for i in range(len(sp.cut))]
     reject_rows = sorted(({"record_id": x.record_id, "spec": x.spec, "stage": x.stage, "codes": list(x.codes),
                            "detail": x.detail, "query": x.query, "output": x.output} for x in excluded),
                          key=lambda r: (r["stage"], r["record_id"], r["spec"], r["codes"]))
+    balance = sp.balance
+    copies = sp.copies
+    res = sp.res
+    leak = sp.leak
 
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".tmp-{name}@{version}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -118,8 +162,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
     try:
         (tmp / "data").mkdir()
         for s in SPLITS:
-            cols = columns(rows[s], res.groups, n_tokens)
-            write_parquet(table_of(cols, SCHEMA), tmp / "data" / f"{s}.parquet")
+            write_parquet(tables[s], tmp / "data" / f"{s}.parquet")
         write_parquet(table_of(reject_rows, REJECT_SCHEMA), tmp / "rejects.parquet")
         if built.judge:
             write_parquet(pa.Table.from_pylist(built.judge["rows"]), tmp / "judge.parquet")
@@ -131,9 +174,9 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
         if train_tmpl:  # what a trainer renders with, so nothing has to be wired in by hand
             (tmp / trainer_profile["training_template"]).write_text(train_tmpl, encoding="utf-8")
 
-        counts = {s: len(rows[s]) for s in SPLITS}
-        cells = {s: dict(sorted(Counter(e.cell for e, _ in rows[s]).items())) for s in SPLITS}
-        lens = sorted(n for n in n_tokens.values() if n is not None)
+        counts = {s: tables[s].num_rows for s in SPLITS}
+        cells = {s: dict(sorted(Counter(tables[s].column("cell").to_pylist()).items())) for s in SPLITS}
+        lens = sorted(n for n in (last.values() if n_tokens is not None else ()) if n is not None)  # one per key
         manifest: dict[str, Any] = {
             "format": FORMAT, "name": name, "version": version, "ref": f"{name}@{version}",
             "kind": rs.spec.kind, "description": rs.spec.description,
@@ -148,7 +191,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
             "selection": {"records": built.records_seen, "examples": sum(counts.values()),
                           "excluded": len(reject_rows), "rules_engine": built.rules_engine},
             "splits": {"ratios": rs.spec.curation.splits.model_dump(), "counts": counts,
-                       "row_kinds": {s: dict(sorted(Counter(e.row_kind for e, _ in rows[s]).items()))
+                       "row_kinds": {s: dict(sorted(Counter(tables[s].column("row_kind").to_pylist()).items()))
                                      for s in SPLITS},
                        "groups": res.stats, "leakage": leak},
             "cells": {"dims": built.dims, "counts": cells, "quotas": rs.spec.curation.quotas.model_dump(),

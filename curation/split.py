@@ -15,7 +15,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from mashbill.validators.dedup import UnionFind
 
 SPLITS = ("train", "eval", "test")
 
@@ -25,43 +24,119 @@ class SplitResult:
     assignment: dict[str, str]  # key -> split
     groups: dict[str, str]  # key -> group id
     stats: dict
+    sides: list[str] | None = None  # the split of each key given (in their order, repeats included)
+    roots: list[str] | None = None  # the group id of each key given
+
+
+def connected(n: int, a, b):
+    """Connected components of an undirected graph on nodes 0..n-1 with edges (a[i], b[i]) (numpy integer arrays):
+    each node's label is the smallest node of its component. Min-label hooking with pointer jumping, in numpy (no
+    scipy: it is not a core dependency); a few passes for the small components splits and duplicates make."""
+    import numpy as np
+
+    label = np.arange(n, dtype=np.int64)
+    if not len(a):
+        return label
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:  # every label is a node of the same component no larger than the node: jump to its label
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
+def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
+    """(distinct keys as an Arrow array, each row's distinct-key index, each row's root index, each distinct key's
+    rank in key order): connected components of the links over the keys, each named by its smallest key (what
+    `validators.dedup.UnionFind` gives), computed over integer ids (Arrow and numpy, no per-key Python)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    enc = pa.array(keys, pa.string()).dictionary_encode()
+    uniq = enc.dictionary
+    row_id = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n = len(uniq)
+    # rank of each distinct key in key order (Arrow sorts strings by UTF-8 bytes: code point order, as Python does)
+    by_key = pc.sort_indices(uniq).to_numpy()
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_key] = np.arange(n)
+    pairs = list(links)
+    if pairs:
+        ends = [pc.index_in(pa.array([p[e] for p in pairs], pa.string()), value_set=uniq) for e in (0, 1)]
+        if any(x.null_count for x in ends):
+            raise KeyError("a link names a key that is not split")
+        a, b = (x.to_numpy(zero_copy_only=False).astype(np.int64) for x in ends)
+        label = connected(n, a, b)
+        smallest = np.full(n, n, dtype=np.int64)
+        np.minimum.at(smallest, label, rank)
+        root = by_key[smallest[label]]  # the distinct key of the smallest rank in each one's component
+    else:
+        root = np.arange(n)
+    return uniq, row_id, root[row_id], rank
 
 
 def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tuple[str, str]],
                   ratios: dict[str, float]) -> SplitResult:
-    uf = UnionFind(keys)
-    for a, b in links:
-        uf.union(a, b)
-    members: dict[str, list[int]] = defaultdict(list)
-    roots = [uf.find(k) for k in keys]
-    for i, root in enumerate(roots):
-        members[root].append(i)
-    by_cell: dict[str, list[str]] = defaultdict(list)
-    for gid, idx in members.items():
-        by_cell[cells[idx[0] if len(idx) == 1 else min(idx, key=lambda i: keys[i])]].append(gid)
-    total = {s: 0 for s in SPLITS}
-    assignment: dict[str, str] = {}
+    import numpy as np
+
+    uniq, row_id, row_root, rank = _components(keys, links)
+    n_rows = len(row_id)
+    size_of = np.bincount(row_root, minlength=len(uniq)) if n_rows else np.zeros(0, dtype=np.int64)
+    # a group's cell is its smallest key's (the first such row); groups in order of first appearance
+    order = np.lexsort((np.arange(n_rows), rank[row_id], row_root)) if n_rows else np.zeros(0, dtype=np.int64)
+    first_of_root = order[np.concatenate(([True], row_root[order][1:] != row_root[order][:-1]))] if n_rows else order
+    gids_idx = row_root[first_of_root]
+    names = uniq.take(gids_idx).to_pylist() if n_rows else []
+    gid_cells = [cells[i] for i in first_of_root.tolist()]
+    sizes = size_of[gids_idx].tolist()
+    gid_ids = gids_idx.tolist()
+    # cell by cell (ranks of the sorted distinct cells), then by the hash of the group id (digest bytes sort as
+    # their hex does)
+    cell_rank = {c: r for r, c in enumerate(sorted(set(gid_cells)))}
+    digests = np.array([hashlib.sha256(g.encode()).digest() for g in names], dtype="S32")
+    by_order = np.lexsort((digests, np.array([cell_rank[c] for c in gid_cells], dtype=np.int64))).tolist()
+    inf = float("-inf")
+    r0, r1, r2 = (ratios.get(s, 0.0) for s in SPLITS)
+    t0 = t1 = t2 = 0
+    side = np.zeros(len(uniq), dtype=np.int8)
     n_total = 0
-    # (split, its ratio, minus its position): the split furthest below its share wins, the earlier one on a tie
-    order = [(s, ratios.get(s, 0.0), -j) for j, s in enumerate(SPLITS)]
-    for cell in sorted(by_cell):
-        in_cell = {s: 0 for s in SPLITS}
-        n_cell = 0
-        for gid in sorted(by_cell[cell], key=lambda g: hashlib.sha256(g.encode()).hexdigest()):
-            idx = members[gid]
-            size = len(idx)
-            split, best = None, None
-            for s, r, neg in order:
-                d = float("-inf") if r <= 0 else (r * (n_cell + size) - in_cell[s]) + (r * (n_total + size) - total[s])
-                if best is None or (d, neg) > best:
-                    split, best = s, (d, neg)
-            for i in idx:
-                assignment[keys[i]] = split
-            in_cell[split] += size
-            total[split] += size
-            n_cell += size
-            n_total += size
+    cell = None
+    c0 = c1 = c2 = n_cell = 0
+    # cell by cell, groups in the order of a hash of their id: the split furthest below its share (in the cell and
+    # overall) wins, the earlier one on a tie
+    for g in by_order:
+        if gid_cells[g] != cell:
+            cell = gid_cells[g]
+            c0 = c1 = c2 = n_cell = 0
+        size = sizes[g]
+        nc, nt = n_cell + size, n_total + size
+        d0 = inf if r0 <= 0 else (r0 * nc - c0) + (r0 * nt - t0)
+        d1 = inf if r1 <= 0 else (r1 * nc - c1) + (r1 * nt - t1)
+        d2 = inf if r2 <= 0 else (r2 * nc - c2) + (r2 * nt - t2)
+        if d1 > d0 and d1 >= d2:
+            side[gid_ids[g]] = 1
+            c1 += size
+            t1 += size
+        elif d2 > d0 and d2 > d1:
+            side[gid_ids[g]] = 2
+            c2 += size
+            t2 += size
+        else:
+            c0 += size
+            t0 += size
+        n_cell, n_total = nc, nt
+    sides = [SPLITS[j] for j in side[row_root].tolist()]
+    roots = uniq.take(row_root).to_pylist() if n_rows else []
+    assignment = dict(zip(keys, sides))
     groups = dict(zip(keys, roots))
-    multi = sum(1 for idx in members.values() if len(idx) > 1)
-    return SplitResult(assignment, groups, {"groups": len(members), "multi_record_groups": multi,
-                                            "largest_group": max((len(v) for v in members.values()), default=0)})
+    return SplitResult(assignment, groups, {"groups": len(names), "multi_record_groups": sum(1 for n in sizes if n > 1),
+                                            "largest_group": max(sizes, default=0)}, sides, roots)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -37,10 +38,67 @@ def tokenizer_sha256(loaded) -> str:
     return hashlib.sha256(loaded.backend.to_str().encode()).hexdigest()
 
 
+def _facts_key(profile: TrainerProfile, base_dir: Path | None) -> str | None:
+    """What training facts depend on: the profile, the tokenizer's files (path, size, mtime), a chat template
+    file's, and the versions of the libraries that build and render them. None when that cannot be told."""
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        from mashbill import __version__
+        from mashbill.validators.tokenizer import _BUILD_VERSION, resolve_tokenizer_path
+
+        path = resolve_tokenizer_path(profile.tokenizer, base_dir)
+        files = sorted(path.iterdir()) if path.is_dir() else [path]
+        stats = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()]
+        tmpl = profile.chat_template
+        for cand in ([Path(tmpl).expanduser(), *([base_dir / tmpl] if base_dir is not None else [])]
+                     if tmpl and "{" not in tmpl else []):
+            if cand.is_file():
+                stats.append((str(cand.resolve()), cand.stat().st_size, cand.stat().st_mtime_ns))
+        libs = [version(n) for n in ("transformers", "tokenizers", "jinja2")]
+        try:  # the load-time check against llama.cpp (validators.tokenizer) depends on it
+            libs.append(version("llama_cpp_python"))
+        except PackageNotFoundError:
+            libs.append(None)
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot be found: no key, computed afresh (with its note)
+        return None
+    body = [profile.model_dump(mode="json"), str(base_dir), stats, libs, __version__, _BUILD_VERSION]
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
 def training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
     """(the manifest's trainer profile, the training template text or None). The profile carries the hashes
     a trainer compares its own tokenizer and template against: the chat template's, the tokenizer's and
-    the training template's (the chat template limited to the last turn under a `last-turn` loss)."""
+    the training template's (the chat template limited to the last turn under a `last-turn` loss).
+
+    A clean answer (no note) is cached under $MASHBILL_CACHE/training-facts, keyed by `_facts_key`, so a freeze
+    does not load the tokenizer only to hash it again (about a CPU second)."""
+    import json
+
+    from mashbill.paths import cache_dir
+
+    key = _facts_key(profile, base_dir)
+    entry = cache_dir("training-facts") / f"{key}.json" if key else None
+    if entry is not None and entry.is_file():
+        try:
+            cached = json.loads(entry.read_text(encoding="utf-8"))
+            return cached["facts"], cached["template"]
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged entry is recomputed and rewritten
+    facts, train_tmpl = _training_facts(profile, base_dir)
+    if entry is not None and "chat_template_note" not in facts:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_name(f"{entry.name}.tmp-{os.getpid()}")
+            tmp.write_text(json.dumps({"facts": facts, "template": train_tmpl}, ensure_ascii=False), encoding="utf-8")
+            tmp.replace(entry)
+        except OSError:
+            pass  # the cache is an optimisation only
+    return facts, train_tmpl
+
+
+def _training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
     from mashbill.curation.training_template import TRAINING_TEMPLATE, sha256_text, training_template
 
     facts = profile.model_dump(mode="json")

@@ -142,6 +142,15 @@ class StoreQueries:
             f"SELECT run_id, spec_name || '@' || spec_version, status FROM records {where} "
             "ORDER BY run_id, created_at, record_id", params).fetchall()
 
+    def run_timeline(self, spec_hashes: Sequence[str] | None = None) -> pa.Table:
+        """Per run (run_id, spec name@version, accepted: bool list of its records' status == 'accepted', in the
+        order `record_timeline` gives), as columns."""
+        where, params = self._hash_filter(spec_hashes)
+        return self.con.sql(
+            "SELECT run_id, list(spec ORDER BY created_at, record_id)[1] AS spec, list(accepted ORDER BY created_at, record_id) AS accepted FROM "
+            f"(SELECT run_id, spec_name || '@' || spec_version AS spec, status = 'accepted' AS accepted, created_at, "
+            f"record_id FROM records {where}) GROUP BY run_id ORDER BY run_id", params=params or None).to_arrow_table()
+
     def call_latencies(self, spec_hashes: Sequence[str] | None = None) -> list[float]:
         """Latency of every teacher call for records of some spec hashes, in call order."""
         where, params = self._hash_filter(spec_hashes)
@@ -194,12 +203,17 @@ class StoreQueries:
         return self.con.execute(f"SELECT count(DISTINCT record_id) FROM verdicts WHERE code IN ({_in(codes)})",
                                 list(codes)).fetchone()[0]
 
-    def latest_marks(self, spec_hash: str) -> dict[str, tuple[bool, str]]:
-        """record id -> (passed, validation id) of the latest validation pass that covered it."""
-        return {r[0]: (r[1], r[2]) for r in self.con.execute(
-            "SELECT record_id, arg_max(passed, validated_at), arg_max(validation_id, validated_at) "
-            "FROM record_validations WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) "
-            "GROUP BY record_id", [spec_hash]).fetchall()}
+    def latest_marks(self, spec_hash: str, record_ids: Sequence[str] | None = None) -> dict[str, tuple[bool, str]]:
+        """record id -> (passed, validation id) of the latest validation pass that covered it (of `record_ids`
+        only, when given)."""
+        sql = ("SELECT record_id, arg_max(passed, validated_at), arg_max(validation_id, validated_at) "
+               "FROM record_validations WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) "
+               "{} GROUP BY record_id")
+        if record_ids is None:
+            return {r[0]: (r[1], r[2]) for r in self.con.execute(sql.format(""), [spec_hash]).fetchall()}
+        with self._ids("_q_marks", record_ids):
+            return {r[0]: (r[1], r[2]) for r in self.con.execute(
+                sql.format("AND record_id IN (SELECT record_id FROM _q_marks)"), [spec_hash]).fetchall()}
 
     def validation_ids(self, spec_hash: str) -> list[str]:
         """Every validation run that covered some record of a spec hash."""
@@ -250,12 +264,60 @@ class StoreQueries:
             con.unregister("_new")
         return len(rows), replaced
 
-    def usable(self, spec_hash: str, *, require_review: bool = False, validator=None, recheck_for=None) -> list:
-        """Every record of a spec hash with the one answer to "is it usable?" (factory.usable.record_states)."""
+    # A stored JSON column (written by `_json`: sorted keys, ", " and ": " separators, no indent) as its canonical
+    # text (`specs.canonical_json` of the decoded value): the same text without the spaces outside string literals.
+    _MINIFY = r"""regexp_replace({col}, '("[^"\\]*(?:\\.[^"\\]*)*")| ', '\1', 'g')"""
+    # Messages (long system prompts) the cheaper way where it gives the same text: DuckDB's own minified JSON
+    # writes strings as Python does except for the upper-case hex of \u00XX escapes, so only lists of {content,
+    # role} strings with no such escape take it (about 3.5x less CPU than the expression above on 2.5 KB prompts).
+    _MINIFY_MESSAGES = ("CASE WHEN json_structure({col}) = '[{{\"content\":\"VARCHAR\",\"role\":\"VARCHAR\"}}]' "
+                        "AND NOT contains({col}, '\\u00') THEN json({col})::VARCHAR ELSE " + _MINIFY + " END")
+
+    def plain_usable(self, spec_hash: str, paths: Sequence[tuple[str, str, str]] = ()) -> tuple[pa.Table, list[str]]:
+        """The records of a spec hash that are usable without the rules' walk (`factory.usable.record_states`'s
+        common case: accepted, the latest validation mark passed, no verdict, no review row) as one Arrow table in
+        record id order, and the ids of every other record of the hash (for `record_states(ids=...)`).
+
+        Columns: record_id, run_id, validation_id; input and meta as stored (JSON text); output and messages as
+        canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
+        list<struct<role, content>>); output_type and output_len (the output's JSON type and array length); and
+        per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the
+        list of what it matched)."""
+        for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
+            if not (name.isidentifier() and col in ("input", "output", "meta") and "'" not in path):
+                raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")
+        m = self._MINIFY
+        extra = "".join(f", json_extract(r.{col}, '{path}')::VARCHAR AS {name}" for name, col, path in paths)
+        plain = self.con.sql(
+            "WITH m AS (SELECT record_id, arg_max(passed, validated_at) AS passed, "
+            "arg_max(validation_id, validated_at) AS validation_id FROM record_validations "
+            "WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) GROUP BY record_id) "
+            f"SELECT r.record_id, r.run_id, m.validation_id, r.input, r.meta, "
+            f"{m.format(col='r.output')} AS output, {self._MINIFY_MESSAGES.format(col='r.messages')} AS messages, "
+            """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]') AS prompt, """
+            "json_type(r.output) AS output_type, json_array_length(r.output) AS output_len"
+            f"{extra} FROM records r JOIN m USING (record_id) "
+            "WHERE r.spec_hash = ? AND r.status = 'accepted' AND m.passed "
+            "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.record_id = r.record_id) "
+            "AND NOT EXISTS (SELECT 1 FROM review_decisions d WHERE d.record_id = r.record_id) "
+            "ORDER BY r.record_id", params=[spec_hash, spec_hash]).to_arrow_table()
+        self.con.register("_q_plain", plain.select(["record_id"]))
+        try:
+            others = [r[0] for r in self.con.execute(
+                "SELECT record_id FROM records WHERE spec_hash = ? AND record_id NOT IN (SELECT record_id FROM "
+                "_q_plain) ORDER BY record_id", [spec_hash]).fetchall()]
+        finally:
+            self.con.unregister("_q_plain")
+        return plain, others
+
+    def usable(self, spec_hash: str, *, require_review: bool = False, validator=None, recheck_for=None,
+               ids: Sequence[str] | None = None) -> list:
+        """Every record of a spec hash (or those of `ids`) with the one answer to "is it usable?"
+        (factory.usable.record_states)."""
         from mashbill.factory.usable import record_states
 
         return record_states(self, spec_hash, require_review=require_review, validator=validator,
-                             recheck_for=recheck_for)
+                             recheck_for=recheck_for, ids=ids)
 
     # ------------------------------------------------------------ events
 

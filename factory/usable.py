@@ -124,16 +124,21 @@ class RecordState:
 
 
 def record_states(store, spec_hash: str, *, require_review: bool = False, validator=None,
-                  recheck_for: Callable[[Any], Callable[[Any], bool] | None] | None = None) -> list[RecordState]:
-    """Every record of a spec hash (by id) with its usability; `recheck_for(record)` gives the rule check a
-    reviewer's correction of that record must pass (asked only for records with review rows)."""
-    records = store.records(spec_hash=spec_hash)
-    marks = store.latest_marks(spec_hash)
+                  recheck_for: Callable[[Any], Callable[[Any], bool] | None] | None = None,
+                  ids: Sequence[str] | None = None) -> list[RecordState]:
+    """Every record of a spec hash (by id; only those of `ids` when given) with its usability;
+    `recheck_for(record)` gives the rule check a reviewer's correction of that record must pass (asked only for
+    records with review rows). `Store.plain_usable` answers the common case below for many records at once."""
+    if ids is not None and not ids:
+        return []
+    records = store.records(spec_hash=spec_hash, ids=ids)
+    marks = store.latest_marks(spec_hash, ids)
     verdicts: dict[str, list[tuple[str, str, str, str]]] = {}
     for rid, stage, code, severity, detail in store.verdict_rows(spec_hash):
         verdicts.setdefault(rid, []).append((stage, code, severity, detail or ""))
     decisions: dict[str, list[dict]] = {}
-    for row in store.review_rows(spec_hashes=[spec_hash]):
+    for row in (store.review_rows(spec_hashes=[spec_hash]) if ids is None else
+                store.review_rows(spec_hashes=[spec_hash], record_ids=ids)):
         decisions.setdefault(row["record_id"], []).append(row)
     out = []
     plain = Usability(True)
