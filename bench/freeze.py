@@ -35,6 +35,10 @@ from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
 from mashbill.factory.store import Store
 from mashbill.specs import find_spec, load_spec
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the revision helpers live beside the tests
+from tests.curation.revision import checkout, same_snapshot  # noqa: E402
+
 SPEC = "quickstart-plan@2"
 CATS = ["math", "coding", "legal", "research", "general", "medical"]
 TOOLS = [("calculate", "expression"), ("day_of_week", "date"), ("convert_units", "quantity")]
@@ -96,21 +100,8 @@ def build(path: Path, n: int) -> None:
     tmp.rename(path)
 
 
-ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("specs", "factory", "validators", "curation", "trainers", "exporters")
 
 
-def checkout(rev: str, dest: Path) -> Path:
-    """REV's source as an importable `mashbill` package under dest (the layers mapped as pyproject maps them)."""
-    src = dest / "src"
-    src.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
-    pkg = dest / "pkg"
-    shutil.copytree(src / "mashbill", pkg / "mashbill")
-    for layer in LAYERS:
-        (pkg / "mashbill" / layer).symlink_to(src / layer)
-    return pkg
 
 
 def child(store: Path, out: Path) -> None:
@@ -141,25 +132,6 @@ def timed(store: Path, out: Path, pythonpath: Path | None = None) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def same_snapshot(a: Path, b: Path) -> list[str]:
-    """What differs between two snapshot folders, beyond the manifest's frozen_at, integrity and store path."""
-    fa = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
-    fb = sorted(p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file())
-    if fa != fb:
-        return [f"files: {sorted(set(fa) ^ set(fb))}"]
-    bad = []
-    for f in fa:
-        if f == "manifest.json":
-            ma, mb = json.loads((a / f).read_text()), json.loads((b / f).read_text())
-            for k in sorted(set(ma) | set(mb)):
-                if ma.get(k) != mb.get(k) and k not in ("frozen_at", "integrity", "store"):
-                    bad.append(f"manifest.{k}")
-            if {k: v for k, v in ma["store"].items() if k != "path"} != {k: v for k, v in mb["store"].items()
-                                                                          if k != "path"}:
-                bad.append("manifest.store")
-        elif (a / f).read_bytes() != (b / f).read_bytes():
-            bad.append(f)
-    return bad
 
 
 def compare(store: Path, rev: str, repeat: int, n: int) -> int:

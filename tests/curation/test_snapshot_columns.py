@@ -3,12 +3,10 @@ checkout and by the last revision before it (`git archive`, run in its own proce
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,22 +15,14 @@ from mashbill.factory.records import Record, SpecRef
 from mashbill.factory.store import Store
 from mashbill.specs import canonical_json, load_spec
 from tests.curation.conftest import SEEDS, add_records
+from tests.curation.revision import checkout, has_revision, same_snapshot
 from tests.curation.test_select import decide
 
-ROOT = Path(__file__).resolve().parents[2]
 BEFORE = "479ded1"  # the last commit with the row-by-row freeze
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_freeze", ROOT / "bench" / "freeze.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 OLD = """
 import json, sys
-from pathlib import Path
 import mashbill
 from mashbill.curation.snapshot import freeze
 assert mashbill.__file__.startswith(sys.argv[1]), mashbill.__file__
@@ -82,9 +72,9 @@ def stores(lib, tmp_path):
     return cases
 
 
+@pytest.mark.skipif(not has_revision(BEFORE), reason=f"this clone lacks {BEFORE} (shallow)")
 def test_the_columnar_freeze_writes_the_bytes_the_row_freeze_wrote(stores, tmp_path):
-    bench = _bench()
-    pkg = bench.checkout(BEFORE, tmp_path / "rev")
+    pkg = checkout(BEFORE, tmp_path / "rev")
     jobs = [(str(spec), str(store), str(tmp_path / f"old-{i}"), tokens)
             for i, (spec, store, tokens) in enumerate(stores)]
     env = {**os.environ, "PYTHONPATH": str(pkg)}
@@ -95,7 +85,7 @@ def test_the_columnar_freeze_writes_the_bytes_the_row_freeze_wrote(stores, tmp_p
         new = freeze(spec, store_path=store, name="snap", version="1", out_dir=tmp_path / f"new-{i}", tokens=tokens)
         old = tmp_path / f"old-{i}" / "snap@1"
         assert verify(new.path)["snapshot_id"] == json.loads((old / "manifest.json").read_text())["snapshot_id"], i
-        assert bench.same_snapshot(old, new.path) == [], i
+        assert same_snapshot(old, new.path) == [], i
     counts = [json.loads((tmp_path / f"new-{i}" / "snap@1" / "manifest.json").read_text()) for i in range(4)]
     assert counts[0]["rejects"]["by_code"].keys() >= {"PARSE001", "REVIEW001", "REVIEW003"}
     assert counts[0]["review"]["corrected"] == 1 and counts[0]["tokens"]["counted"] > 0

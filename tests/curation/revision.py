@@ -1,0 +1,53 @@
+"""An earlier revision's code beside this checkout's: its source as an importable package (for byte-for-byte
+comparisons of what two revisions write), and the comparison of two snapshot folders. Used by
+tests/curation/test_snapshot_columns.py and bench/freeze.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ("specs", "factory", "validators", "curation", "trainers", "exporters")
+
+
+def has_revision(rev: str) -> bool:
+    """Is REV in this clone (a shallow clone may lack it)?"""
+    return subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+def checkout(rev: str, dest: Path) -> Path:
+    """REV's source as an importable `mashbill` package under dest (the layers mapped as pyproject maps them)."""
+    src = dest / "src"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    pkg = dest / "pkg"
+    shutil.copytree(src / "mashbill", pkg / "mashbill")
+    for layer in LAYERS:
+        (pkg / "mashbill" / layer).symlink_to(src / layer)
+    return pkg
+
+
+def same_snapshot(a: Path, b: Path) -> list[str]:
+    """What differs between two snapshot folders, beyond the manifest's frozen_at, integrity and store path."""
+    fa = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
+    fb = sorted(p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file())
+    if fa != fb:
+        return [f"files: {sorted(set(fa) ^ set(fb))}"]
+    bad = []
+    for f in fa:
+        if f == "manifest.json":
+            ma, mb = json.loads((a / f).read_text()), json.loads((b / f).read_text())
+            for k in sorted(set(ma) | set(mb)):
+                if ma.get(k) != mb.get(k) and k not in ("frozen_at", "integrity", "store"):
+                    bad.append(f"manifest.{k}")
+            if {k: v for k, v in ma["store"].items() if k != "path"} != {k: v for k, v in mb["store"].items()
+                                                                          if k != "path"}:
+                bad.append("manifest.store")
+        elif (a / f).read_bytes() != (b / f).read_bytes():
+            bad.append(f)
+    return bad
