@@ -19,7 +19,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The fast lane (`scripts/test.sh --fast`, -m "not slow") leaves out every test that needs one of these: the quick
 # start, a real llama.cpp server, a trained or exported student, the dequantized SmolLM2 or a real Argilla server
 # each cost minutes. Tests that are slow for another reason carry @pytest.mark.slow themselves.
-SLOW_FIXTURES = {"quickstart", "llama_server", "classify_run", "lora_run", "onnx_export", "gguf_export", "smol_base",
+SLOW_FIXTURES = {"quickstart", "rehearsal", "llama_server", "classify_run", "lora_run", "onnx_export", "gguf_export", "smol_base",
                  "argilla"}
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Sequence
 
 from mashbill.validators.chat_render import ChatRenderer
@@ -201,7 +201,8 @@ class SpanEngine:
                     counter.cache[k] = len(ids)
                     counter.encoded_pieces += 1
         # This chunk's counts, held here: counting a prompt on its own below may refill (clear) the shared cache.
-        counts = counter.fill(pc for pieces in split for pc in pieces if pc not in known)
+        # (pieces with offsets are in the cache already, or kept in `known` if a refill cleared them)
+        counts = counter.fill(chain.from_iterable(split))
         counts.update(known)
         results = []
         for p, pieces, starts, whole, partial in plans:
