@@ -12,7 +12,8 @@ from mashbill.curation.labels import cell_name, classification_label, dims_for, 
 from mashbill.curation.select import Excluded, Selection, select_records
 from mashbill.errors import MashbillError
 from mashbill.factory.store import Store
-from mashbill.specs import ResolvedSpec, canonical_json
+from mashbill.hashing import canonical_json
+from mashbill.specs import ResolvedSpec
 
 @dataclass
 class Example:

@@ -10,7 +10,8 @@ from mashbill.curation.groups import near_duplicate_pairs, normalized
 from mashbill.curation.snapshot_examples import Built
 from mashbill.curation.snapshot_format import SnapshotError
 from mashbill.curation.split import assign_splits
-from mashbill.specs import ResolvedSpec, canonical_json
+from mashbill.hashing import canonical_json
+from mashbill.specs import ResolvedSpec
 from mashbill.validators.leakage import across_splits
 
 def split_and_balance(built: Built, rs: ResolvedSpec):

@@ -26,7 +26,7 @@ from mashbill.curation.snapshot_split import split_and_balance
 from mashbill.curation.split import SPLITS
 from mashbill.factory.stats import percentiles
 from mashbill.specs import ResolvedSpec
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 
 def copy_specs(specs: list[tuple[str, ResolvedSpec]], dest: Path) -> list[dict]:
     """Copy each spec and every file it references under specs/, keeping their relative layout."""

@@ -10,11 +10,11 @@ unrelated records are added. The checks after the split are `validators.leakage.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from mashbill.hashing import sha256_text
 from mashbill.validators.dedup import UnionFind
 
 SPLITS = ("train", "eval", "test")
@@ -47,7 +47,7 @@ def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tup
     for cell in sorted(by_cell):
         in_cell = {s: 0 for s in SPLITS}
         n_cell = 0
-        for gid in sorted(by_cell[cell], key=lambda g: hashlib.sha256(g.encode()).hexdigest()):
+        for gid in sorted(by_cell[cell], key=lambda g: sha256_text(g)):
             idx = members[gid]
             size = len(idx)
             split, best = None, None

@@ -7,11 +7,11 @@ with. Without the `validate` extra the lengths are simply absent (None), never g
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 from typing import Sequence
 
+from mashbill.hashing import sha256_text
 from mashbill.specs.model import TrainerProfile
 
 log = logging.getLogger(__name__)
@@ -34,14 +34,14 @@ def _load(profile: TrainerProfile, base_dir: Path | None):
 
 def tokenizer_sha256(loaded) -> str:
     """A hash of what the tokenizer does (its serialized Rust tokenizer), whatever file it was loaded from."""
-    return hashlib.sha256(loaded.backend.to_str().encode()).hexdigest()
+    return sha256_text(loaded.backend.to_str())
 
 
 def training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
     """(the manifest's trainer profile, the training template text or None). The profile carries the hashes
     a trainer compares its own tokenizer and template against: the chat template's, the tokenizer's and
     the training template's (the chat template limited to the last turn under a `last-turn` loss)."""
-    from mashbill.curation.training_template import TRAINING_TEMPLATE, sha256_text, training_template
+    from mashbill.curation.training_template import TRAINING_TEMPLATE, training_template
 
     facts = profile.model_dump(mode="json")
     loaded, template, why = _load(profile, base_dir)

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from mashbill.errors import MashbillError
 from mashbill.exporters import manifest as mf
 from mashbill.exporters.staging import write_file_atomic

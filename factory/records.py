@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mashbill.specs import canonical_json
+from mashbill.hashing import canonical_json, sha256_text
 
 Status = Literal["accepted", "rejected", "failed"]
 Severity = Literal["reject", "penalty", "flag"]
 
 
 def record_id(spec_hash: str, inputs: dict) -> str:
-    return hashlib.sha256(f"{spec_hash}\n{canonical_json(inputs)}".encode()).hexdigest()
+    return sha256_text(f"{spec_hash}\n{canonical_json(inputs)}")
 
 
 @dataclass(frozen=True, slots=True)
