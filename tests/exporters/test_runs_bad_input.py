@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from mashbill.exporters.runs import ExportError, load_run, snapshot_for
-from mashbill.exporters.staging import staged_dir
+from mashbill.files import staged_dir
 from tests.conftest import one_line_error, run_cli
 
 
