@@ -173,7 +173,7 @@ def test_door_detector_finds_raw_sql_and_allows_named_methods():
 
 
 # Bench scripts are experiments and measurements, not product: tests/ may run one as a command, never import it
-# (its own tests live beside it in bench/tests/).
+# (its own tests live beside it in bench/checks/).
 BENCH_SCRIPTS = {p.stem for p in (ROOT / "bench").rglob("*.py")}
 
 
