@@ -39,7 +39,8 @@ SMOL = "embedded:smollm2-135m-instruct"
 
 def _profile(max_seq_len: int, loss: str = "assistant-only") -> tuple[dict, str]:
     from mashbill.curation.tokens import tokenizer_sha256
-    from mashbill.curation.training_template import sha256_text, training_template
+    from mashbill.curation.training_template import training_template
+    from mashbill.hashing import sha256_text
     from mashbill.validators.tokenizer import CHATML_GENERATION, load_tokenizer
 
     tmpl = training_template(CHATML_GENERATION, loss)
@@ -59,7 +60,7 @@ def write_snapshot(folder: Path, name: str, kind: str, splits: dict[str, list[di
 
     from mashbill.curation.snapshot import (FORMAT, MANIFEST, SCHEMA, SPLITS, integrity_of, manifest_bytes,
                                             snapshot_id_of)
-    from mashbill.specs.loader import sha256_file
+    from mashbill.hashing import sha256_file
 
     tmp = folder.with_name(".tmp-" + folder.name)
     (tmp / "data").mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,6 @@ check goes to the snapshot's rejects with a PREF code.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -39,7 +38,8 @@ from mashbill.curation.select import Excluded, Selection
 from mashbill.errors import MashbillError
 from mashbill.factory.records import Record, Verdict
 from mashbill.factory.store import Store
-from mashbill.specs import LIBRARY, ResolvedSpec, canonical_json, find_spec_files, load_spec
+from mashbill.hashing import canonical_json, sha256_json
+from mashbill.specs import LIBRARY, ResolvedSpec, find_spec_files, load_spec
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Pair:
 
 
 def pair_id(prompt, chosen_text: str, rejected_text: str) -> str:
-    return hashlib.sha256(canonical_json([list(prompt), chosen_text, rejected_text]).encode()).hexdigest()
+    return sha256_json([list(prompt), chosen_text, rejected_text])
 
 
 def review_request_of(rs: ResolvedSpec) -> str:

@@ -62,7 +62,7 @@ def _q(record: Record) -> str | None:
 
 
 def _text(output: Any, raw: str | None) -> str | None:
-    from mashbill.specs import canonical_json
+    from mashbill.hashing import canonical_json
 
     return canonical_json(output) if output is not None else raw
 

@@ -29,7 +29,7 @@ from mashbill.curation.snapshot_find import (incomplete_dirs, list_dirs, ls, rea
 from mashbill.curation.snapshot_format import (CARD, FORMAT, MANIFEST, MESSAGE, NAME_RE, REJECT_SCHEMA, SCHEMA,
                                                VERSION_RE, FreezeResult, IntegrityError, SnapshotError, check_name,
                                                integrity_of, manifest_bytes, snapshot_id_of)
-from mashbill.curation.snapshot_write import fsync_tree, write_snapshot
+from mashbill.curation.snapshot_write import write_snapshot
 from mashbill.curation.split import SPLITS
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, find_spec, load_spec
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CARD", "FORMAT", "MANIFEST", "MESSAGE", "NAME_RE", "REJECT_SCHEMA", "SCHEMA", "SPLITS", "VERSION_RE",
            "Built", "Example", "FreezeResult", "IntegrityError", "SnapshotError", "build", "check_name",
-           "dataset_card", "default_root", "diff", "freeze", "fsync_tree", "incomplete_dirs", "integrity_of",
+           "dataset_card", "default_root", "diff", "freeze", "incomplete_dirs", "integrity_of",
            "list_dirs", "ls", "manifest_bytes", "read_manifest", "read_split_rows", "remove_stale_tmp",
            "resolve_snapshot", "sft_examples", "snapshot_id_of", "verify", "version_key"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mashbill.curation.split import SPLITS
-from mashbill.specs import canonical_json
+from mashbill.hashing import canonical_json
 
 def dataset_card(m: dict) -> str:
     langs = sorted({k.split("/")[-1] for s in m["cells"]["counts"].values() for k in s} - {"none"}) \

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from mashbill.curation.labels import cell_name, class_list, classification_label, labels_of
 from mashbill.curation.snapshot_format import MESSAGE
-from mashbill.specs import canonical_json
+from mashbill.hashing import canonical_json
 
 EXAMPLES = pa.schema([
     ("key", pa.string()), ("record_id", pa.string()), ("row_kind", pa.string()), ("spec", pa.string()),

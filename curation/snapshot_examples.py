@@ -13,7 +13,8 @@ from mashbill.curation.select import Excluded, Selection, select_records
 from mashbill.curation.snapshot_columns import from_examples, paths_for, sft_table
 from mashbill.errors import MashbillError
 from mashbill.factory.store import Store
-from mashbill.specs import ResolvedSpec, canonical_json
+from mashbill.hashing import canonical_json
+from mashbill.specs import ResolvedSpec
 
 @dataclass
 class Example:

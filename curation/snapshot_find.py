@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mashbill.curation.snapshot_format import (FORMAT, MANIFEST, IntegrityError, SnapshotError, integrity_of,
                                                manifest_bytes, snapshot_id_of)
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 
 def resolve_snapshot(ref: str | Path, root: str | Path | None = None) -> Path:
     """A snapshot folder from a path, or NAME@VERSION (or NAME: the highest version) under root."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from mashbill.errors import MashbillError
-from mashbill.specs import canonical_json
+from mashbill.hashing import canonical_json
 
 FORMAT = "mashbill.snapshot/1"
 MANIFEST = "manifest.json"

@@ -15,7 +15,8 @@ from mashbill.curation.groups import near_duplicate_pairs, normalized
 from mashbill.curation.snapshot_examples import Built
 from mashbill.curation.snapshot_format import SnapshotError
 from mashbill.curation.split import SplitResult, assign_splits
-from mashbill.specs import ResolvedSpec, canonical_json
+from mashbill.hashing import canonical_json
+from mashbill.specs import ResolvedSpec
 
 
 @dataclass

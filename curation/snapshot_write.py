@@ -26,8 +26,9 @@ from mashbill.curation.snapshot_format import (CARD, FORMAT, MANIFEST, REJECT_SC
 from mashbill.curation.snapshot_split import split_and_balance
 from mashbill.curation.split import SPLITS
 from mashbill.factory.stats import percentiles
+from mashbill.files import fsync_dir, fsync_tree
+from mashbill.hashing import sha256_file
 from mashbill.specs import ResolvedSpec
-from mashbill.specs.loader import sha256_file
 
 def copy_specs(specs: list[tuple[str, ResolvedSpec]], dest: Path) -> list[dict]:
     """Copy each spec and every file it references under specs/, keeping their relative layout."""
@@ -46,19 +47,6 @@ def copy_specs(specs: list[tuple[str, ResolvedSpec]], dest: Path) -> list[dict]:
     return out
 
 
-def fsync_tree(root: Path) -> None:
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            fd = os.open(os.path.join(dirpath, f), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fd = os.open(dirpath, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def seal(tmp: Path, manifest: dict, spec_entries: list[dict], card) -> None:
@@ -218,11 +206,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
                 shutil.rmtree(tmp, ignore_errors=True)
                 return FreezeResult(reuse, previous)
         publish(tmp, final, manifest, f"{name}@{version}")
-        fd = os.open(root, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(root)
     except OSError as exc:  # a full disk, a write error: one line, and nothing left behind
         shutil.rmtree(tmp, ignore_errors=True)
         raise SnapshotError(f"cannot write snapshot {name}@{version} under {root}: {exc.strerror or exc}; "

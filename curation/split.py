@@ -11,7 +11,6 @@ unrelated records are added. The checks after the split are `validators.leakage.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 

@@ -7,12 +7,12 @@ with. Without the `validate` extra the lengths are simply absent (None), never g
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from pathlib import Path
 from typing import Sequence
 
+from mashbill.hashing import sha256_text
 from mashbill.specs.model import TrainerProfile
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def _load(profile: TrainerProfile, base_dir: Path | None):
 
 def tokenizer_sha256(loaded) -> str:
     """A hash of what the tokenizer does (its serialized Rust tokenizer), whatever file it was loaded from."""
-    return hashlib.sha256(loaded.backend.to_str().encode()).hexdigest()
+    return sha256_text(loaded.backend.to_str())
 
 
 def _facts_key(profile: TrainerProfile, base_dir: Path | None) -> str | None:
@@ -64,7 +64,7 @@ def _facts_key(profile: TrainerProfile, base_dir: Path | None) -> str | None:
     except Exception:  # noqa: BLE001 - a tokenizer that cannot be found: no key, computed afresh (with its note)
         return None
     body = [profile.model_dump(mode="json"), str(base_dir), stats, libs, __version__, _BUILD_VERSION]
-    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return sha256_text(json.dumps(body, sort_keys=True, default=str))[:32]
 
 
 def training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
@@ -99,7 +99,7 @@ def training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict
 
 
 def _training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
-    from mashbill.curation.training_template import TRAINING_TEMPLATE, sha256_text, training_template
+    from mashbill.curation.training_template import TRAINING_TEMPLATE, training_template
 
     facts = profile.model_dump(mode="json")
     loaded, template, why = _load(profile, base_dir)

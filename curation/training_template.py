@@ -10,7 +10,6 @@ marks only the last message of the conversation, which in every training row is 
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from mashbill.errors import MashbillError
@@ -36,6 +35,3 @@ def training_template(template: str | None, loss: str) -> str | None:
         return None
     return last_turn_template(template) if loss == "last-turn" else template
 
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()

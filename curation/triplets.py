@@ -10,7 +10,6 @@ Splits are by query id, so a query's triplets are on one side.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from mashbill.curation.split import SPLITS
 from mashbill.factory.embeddings import EmbeddingCache, Encoder
 from mashbill.factory.outcomes import query_id
 from mashbill.factory.store import Store
+from mashbill.hashing import sha256_text
 from mashbill.specs import find_spec, load_spec
 from mashbill.specs.router import ResolvedRecipe
 
@@ -72,7 +72,7 @@ def freeze_triplets(rr: ResolvedRecipe, store_path: str | Path, *, name: str, ve
     cache = EmbeddingCache(Path(store_path) / "embeddings")
     texts = {p[0]: p[2] for p in positives}
     qgot = cache.get(enc, texts)
-    cat_ids = {c: "cat-" + hashlib.sha256(cats[c].encode()).hexdigest()[:16] for c in names}
+    cat_ids = {c: "cat-" + sha256_text(cats[c])[:16] for c in names}
     cgot = cache.get(enc, {cat_ids[c]: cats[c] for c in names})
     qvec = dict(zip(qgot.ids, qgot.matrix))
     cmat = cgot.matrix  # rows in `names` order

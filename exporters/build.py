@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mashbill.exporters import manifest as mf
 from mashbill.exporters.runs import ExportError, load_run, snapshot_for
-from mashbill.exporters.staging import staged_dir
+from mashbill.files import staged_dir
 
 DEFAULT_ROOT = Path("./mashbill-exports")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 from mashbill.exporters import eval_metrics as M
 from mashbill.exporters.eval_sets import EvalSet, EvalSetError, load_set
 from mashbill.exporters.runs import ExportError
+from mashbill.files import write_file_atomic
 
 EVAL_FILE = "eval.json"
 SCHEMA = "mashbill.eval/1"
@@ -352,6 +352,4 @@ def run_eval(target_path, set_refs: list[str], *, store=None, threads: int = 1, 
 
 
 def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_file_atomic(path, text.encode("utf-8"))

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from mashbill import __version__
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from mashbill.exporters.runs import ExportError, Run, Snapshot
 
 FORMAT = "mashbill.export/1"

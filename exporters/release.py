@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from mashbill.errors import MashbillError
 from mashbill.exporters import manifest as mf
-from mashbill.exporters.staging import write_file_atomic
+from mashbill.files import write_file_atomic
 
 TIE_POINTS = 0.5
 DEFAULT_ROOT = Path("./mashbill-releases")

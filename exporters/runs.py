@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from mashbill.curation.snapshot import SnapshotError, resolve_snapshot, verify
 from mashbill.errors import MashbillError
 

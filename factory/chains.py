@@ -23,7 +23,7 @@ from mashbill.factory.records import Record, Verdict
 from mashbill.factory.repair import RepairGuard, reject_codes, verdict_dicts
 from mashbill.factory.repair_text import feedback
 from mashbill.factory.teachers.base import TeacherRequest, TeacherResult
-from mashbill.specs import canonical_json
+from mashbill.hashing import canonical_json
 
 VOTE_FLAG = "VOTE001"
 

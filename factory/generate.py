@@ -31,7 +31,7 @@ import jsonschema
 from mashbill.errors import MashbillError
 from mashbill.factory.accounting import Accounting
 from mashbill.factory.guards import GuardSet, probe_verdict
-from mashbill.factory.records import Record, SpecRef, Verdict, record_id
+from mashbill.factory.records import Record, SpecRef, Verdict, parse_verdict, record_id, schema_verdicts
 from mashbill.factory.chains import Chains
 from mashbill.factory.repair import check_repair
 from mashbill.factory.store import Store
@@ -122,12 +122,8 @@ def parse_output(text: str | None, finish_reason: str | None, validator) -> tupl
     try:
         value = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        return None, verdicts + [Verdict("PARSE001", "reject", f"not JSON: {exc.msg} at char {exc.pos}")]
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
-    for err in errors[:3]:
-        where = "/".join(map(str, err.absolute_path)) or "(root)"
-        verdicts.append(Verdict("SCHEMA001", "reject", f"{where}: {err.message[:200]}"))
-    return value, verdicts
+        return None, verdicts + [parse_verdict(exc)]
+    return value, verdicts + schema_verdicts(validator, value, 3)
 
 
 def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | None = None,

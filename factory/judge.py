@@ -21,8 +21,9 @@ from mashbill.errors import MashbillError
 from mashbill.factory.records import Record, SpecRef, Verdict, record_id
 from mashbill.factory.store import Store
 from mashbill.factory.work import Job, Work, select_jobs
-from mashbill.specs import ResolvedSpec, canonical_json
-from mashbill.specs.loader import load_output_schema, sha256_bytes
+from mashbill.hashing import canonical_json, sha256_bytes
+from mashbill.specs import ResolvedSpec
+from mashbill.specs.loader import load_output_schema
 from mashbill.specs.prompting import render
 
 JUDGE_UNPARSEABLE = "JUDGE001"

@@ -12,7 +12,6 @@ Queries live once in `router_queries`, keyed by a stable query id.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 import unicodedata
@@ -24,6 +23,7 @@ from typing import Sequence
 import pyarrow as pa
 
 from mashbill.factory.store import Store
+from mashbill.hashing import sha256_text
 from mashbill.specs import ResolvedSpec
 
 OUTCOME_SCHEMA = pa.schema([
@@ -45,7 +45,7 @@ def normalise_query(text: str) -> str:
 
 
 def query_id(text: str) -> str:
-    return "q" + hashlib.sha256(normalise_query(text).encode()).hexdigest()[:20]
+    return "q" + sha256_text(normalise_query(text))[:20]
 
 
 def model_views(rs: ResolvedSpec) -> list[tuple[str, ResolvedSpec]]:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mashbill.specs import canonical_json
+from mashbill.hashing import canonical_json, sha256_text
 
 Status = Literal["accepted", "rejected", "failed"]
 Severity = Literal["reject", "penalty", "flag"]
 
 
 def record_id(spec_hash: str, inputs: dict) -> str:
-    return hashlib.sha256(f"{spec_hash}\n{canonical_json(inputs)}".encode()).hexdigest()
+    return sha256_text(f"{spec_hash}\n{canonical_json(inputs)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,19 @@ class Verdict:
     severity: Severity
     detail: str = ""
     stage: str = "generate"
+
+
+def parse_verdict(exc: json.JSONDecodeError) -> Verdict:
+    """PARSE001 for text that is not JSON, worded one way wherever teacher or reviewer text is parsed."""
+    return Verdict("PARSE001", "reject", f"not JSON: {exc.msg} at char {exc.pos}")
+
+
+def schema_verdicts(validator, value: Any, limit: int) -> list[Verdict]:
+    """SCHEMA001 for each of the first `limit` output-schema errors (a jsonschema validator), in path order, each
+    naming where in the output it is ("(root)" for the whole value)."""
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))[:limit]
+    return [Verdict("SCHEMA001", "reject", f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message[:200]}")
+            for e in errors]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Versioned, content-hashed dataset specs (the mash bill) and the shared files they reference."""
 
-from mashbill.specs.loader import LIBRARY, ResolvedSpec, canonical_json, find_spec, find_spec_files, load_spec
+from mashbill.specs.loader import LIBRARY, ResolvedSpec, find_spec, find_spec_files, load_spec
 from mashbill.specs.prompting import RenderedPrompt, render_prompt
 
-__all__ = ["LIBRARY", "ResolvedSpec", "RenderedPrompt", "canonical_json", "find_spec", "find_spec_files",
+__all__ = ["LIBRARY", "ResolvedSpec", "RenderedPrompt", "find_spec", "find_spec_files",
            "load_spec", "render_prompt"]

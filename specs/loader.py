@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from mashbill.errors import SpecError
+from mashbill.hashing import canonical_json, sha256_bytes
 from mashbill.specs.catalog import render_catalog
 from mashbill.specs.model import PLACEHOLDER_RE, PromptFile, Spec, TaxonomyFile, ToolCatalogFile
 from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
@@ -26,23 +27,6 @@ RUNTIME_VARS = {"query", "lang", "framing", "taxonomy", "tool_catalog", "output_
 SYNTH_VARS = {"examples", "n", "cell_hint", "type", "trap", "rule", "language", "call"}
 QUERY_FIELDS = {"query", "lang", "type", "trap", "rule", "source", "licence", "lineage"}
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".json": "json"}
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path) -> str:
-    """sha256 of a file, read in 1 MiB chunks (models and snapshots do not fit in memory twice)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

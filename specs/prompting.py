@@ -8,11 +8,11 @@ llama.cpp and vLLM reuse the long shared beginning.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from dataclasses import dataclass
 
+from mashbill.hashing import sha256_text
 from mashbill.specs.loader import ResolvedSpec
 from mashbill.specs.model import PLACEHOLDER_RE
 from mashbill.specs.taxonomy import ShownTaxonomy, fixed_taxonomy, sample_taxonomy
@@ -40,7 +40,7 @@ class RenderedPrompt:
 
 def record_rng(record_id: str, seed: int) -> random.Random:
     """A per-record RNG: the same record always gets the same framing and taxonomy, whatever the order."""
-    return random.Random(int(hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()[:16], 16))
+    return random.Random(int(sha256_text(f"{seed}:{record_id}")[:16], 16))
 
 
 def record_choices(rs: ResolvedSpec, record_id: str) -> tuple[str | None, ShownTaxonomy | None]:

@@ -16,7 +16,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from mashbill.errors import SpecError
-from mashbill.specs.loader import LIBRARY, canonical_json, load_model, load_taxonomy, sha256_bytes
+from mashbill.hashing import canonical_json, sha256_bytes
+from mashbill.specs.loader import LIBRARY, load_model, load_taxonomy
 from mashbill.specs.model import NAME_RE, Splits, Strict, TaxonomyFile
 
 ROUTER_LIBRARY = LIBRARY / "router"

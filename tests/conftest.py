@@ -61,6 +61,15 @@ def run_cli(*args: str, cwd: Path | None = None, check: bool = False, timeout: i
     return proc
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def one_line_error(proc, *needles) -> str:
     """A CLI subprocess refused its input as the convention says: exit 2 and exactly one `error: ` line on stderr,
     holding each of `needles`; returns that line."""

@@ -26,6 +26,7 @@ from mashbill.factory.records import Record, SpecRef
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec, render_prompt
 from mashbill.specs.lock import LOCK_NAME, write_lock
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent
 BAD = ROOT / "fixtures" / "bad_input"
@@ -140,14 +141,6 @@ def corpus(tmp_path_factory) -> dict:
             "noembed": noembed, "oa": oa}
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # (case id, argv built from the corpus, exit code, text the one line must hold, text it must not hold)
 CASES = [
     ("broken-yaml", lambda c: ["generate", BAD / "broken-yaml@1.yaml", "--store", c["tmp"] / "s"], 2,
@@ -220,7 +213,7 @@ CASES = [
     ("recursive-alias", lambda c: ["spec", "check", c["recursive"]], 1, ["recursive@1.yaml", "recursive YAML alias"],
      []),
     ("base-url-credentials", lambda c: ["generate", c["oa"], "--allow-unlocked", "--store", c["tmp"] / "oa",
-                                        "--base-url", f"http://user:sk-SECRET123@127.0.0.1:{_free_port()}/v1"], 2,
+                                        "--base-url", f"http://user:sk-SECRET123@127.0.0.1:{free_port()}/v1"], 2,
      ["cannot reach the teacher server", "http://***@127.0.0.1"], ["sk-SECRET123", "user:"]),
 ]
 

@@ -20,7 +20,7 @@ def _imports(path: Path) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
-            # `from mashbill.curation import split` imports the module mashbill.curation.split
+            # `from mashbill.curation import split` imports the module mashbill.curation.selection.split
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
 
@@ -133,7 +133,7 @@ def test_cycle_detection_finds_a_cycle():
 # The store is the only door to the data: outside factory/ nothing touches a store's DuckDB connection
 # (`.con`) or hands it SQL (`.sql(`), except the `mashbill sql` command, whose job is user-typed SQL.
 DOOR_FOLDERS = [*[layer for layer in LAYERS if layer != "factory"], "mashbill", "bench"]
-SQL_ALLOWED = {"mashbill/cli/sql.py"}
+SQL_ALLOWED = {"mashbill/cli/curate/sql.py"}
 
 
 def _door_breaches(source: str, rel: str) -> list[str]:
@@ -167,6 +167,48 @@ def test_door_detector_finds_raw_sql_and_allows_named_methods():
         "curation/x.py:2: uses .con (the store's connection); add a named Store method",
         "curation/x.py:3: passes SQL through .sql(); add a named Store method"]
     # the sql command may pass user SQL, but never the raw connection
-    assert _door_breaches(code, "mashbill/cli/sql.py") == [
-        "mashbill/cli/sql.py:2: uses .con (the store's connection); add a named Store method"]
+    assert _door_breaches(code, "mashbill/cli/curate/sql.py") == [
+        "mashbill/cli/curate/sql.py:2: uses .con (the store's connection); add a named Store method"]
 
+
+
+# Bench scripts are experiments and measurements, not product: tests/ may run one as a command, never import it
+# (its own tests live beside it in bench/checks/).
+BENCH_SCRIPTS = {p.stem for p in (ROOT / "bench").rglob("*.py")}
+
+
+def _bench_imports(source: str, rel: str) -> list[str]:
+    """Imports of a bench script, and bench/ put on sys.path, in one test module, as 'file:line: what' strings."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=rel)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        found += [f"{rel}:{node.lineno}: imports bench script {n}" for n in names
+                  if n.split(".")[0] in BENCH_SCRIPTS and not n.startswith(("mashbill", "tests"))]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and (node.func.attr == "spec_from_file_location"
+                     or node.func.attr in {"insert", "append"} and ast.unparse(node.func.value) == "sys.path")
+                and "bench" in ast.unparse(node)):
+            found.append(f"{rel}:{node.lineno}: loads code from bench/")
+    return sorted(found, key=lambda f: int(f.split(":")[1]))
+
+
+def test_no_test_imports_a_bench_script():
+    problems = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        problems += _bench_imports(path.read_text(encoding="utf-8"), rel)
+    assert not problems, "\n".join(problems)
+
+
+def test_bench_import_detector_finds_both_ways():
+    code = ("import sys\n"
+            "sys.path.insert(0, str(ROOT / 'bench'))\n"
+            "import trigger_set\n"
+            "from mashbill.specs import loader\n"
+            "subprocess.run([sys.executable, str(ROOT / 'bench' / 'trigger_set.py')])\n")
+    assert _bench_imports(code, "tests/x.py") == ["tests/x.py:2: loads code from bench/",
+                                                  "tests/x.py:3: imports bench script trigger_set"]

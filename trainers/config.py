@@ -21,7 +21,6 @@ says nothing trains exactly what was validated.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -117,7 +116,7 @@ class TrainConfig(Strict):
     def sha256(self) -> str:
         """The config's identity: its content (paths as written), never the file's formatting or the store's
         location (the ladder's records live in that store)."""
-        from mashbill.specs import canonical_json
+        from mashbill.hashing import sha256_json
 
         body = self.model_dump(mode="json", exclude={"store"})
         if self.student_layers is None:  # a config written before the option keeps its identity (ladder history)
@@ -128,7 +127,7 @@ class TrainConfig(Strict):
         if self.student_width is None and self.student_ffn is None and self.distill_from is None:
             for k in ("student_width", "student_ffn", "distill_from", "distill_alpha", "distill_temperature"):
                 body.pop(k)
-        return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+        return sha256_json(body)
 
 
 def find_config(ref: str | Path) -> Path:

@@ -56,7 +56,7 @@ class Preflight:
     def snapshot_ref(self) -> dict:
         m = self.manifest
         from mashbill.curation.snapshot import MANIFEST
-        from mashbill.specs.loader import sha256_file
+        from mashbill.hashing import sha256_file
 
         return {"name": m["name"], "version": m["version"], "id": m["snapshot_id"],
                 "manifest_sha256": sha256_file(self.snapshot / MANIFEST), "path": str(self.snapshot.resolve())}
@@ -211,7 +211,8 @@ def _batches(path: Path, size: int = 2048):
 def _check_profile(pf: Preflight, base_dir: Path) -> None:
     from mashbill.curation.pull import training_template_of
     from mashbill.curation.tokens import tokenizer_sha256
-    from mashbill.curation.training_template import sha256_text, training_template
+    from mashbill.curation.training_template import training_template
+    from mashbill.hashing import sha256_text
     from mashbill.validators.tokenizer import has_generation_markers, resolve_chat_template
 
     cfg, mp, name = pf.config, pf.profile, pf.config.name

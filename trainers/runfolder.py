@@ -53,7 +53,7 @@ WEIGHT_DIRS = ("model", "adapter")
 
 def weight_hashes(run: Path) -> dict[str, str]:
     """sha256 of every file under the run's model/ and adapter/ folders, keyed by its path in the run."""
-    from mashbill.specs.loader import sha256_file
+    from mashbill.hashing import sha256_file
 
     run = Path(run)
     return {p.relative_to(run).as_posix(): sha256_file(p)

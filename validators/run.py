@@ -374,7 +374,7 @@ def _plan_meta(output) -> dict:
 def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False, write: bool = True,
                           run_id: str | None = None) -> Report:
     """Validate a spec's stored records and (by default) write the verdicts to the store."""
-    from mashbill.specs import canonical_json
+    from mashbill.hashing import canonical_json
     from mashbill.validators.checker import RecordChecker
     from mashbill.validators.spans import TrainingExample
 

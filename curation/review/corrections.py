@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import jsonschema
 
-from mashbill.factory.records import Record, Verdict
+from mashbill.factory.records import Record, Verdict, parse_verdict, schema_verdicts
 from mashbill.specs import ResolvedSpec
 
 RuleCheck = Callable[[Record, Any], list[Verdict]]
@@ -57,15 +57,16 @@ class CorrectionValidator:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            return CorrectionCheck(True, None, False, (
-                {"code": "PARSE001", "severity": "reject", "detail": f"not JSON: {exc.msg} at char {exc.pos}"},))
+            return CorrectionCheck(True, None, False, (_issue(parse_verdict(exc)),))
         if value == record.output:
             return CorrectionCheck(False)
-        issues = []
-        for err in sorted(self.schema.iter_errors(value), key=lambda e: list(e.absolute_path))[:5]:
-            where = "/".join(map(str, err.absolute_path)) or "(root)"
-            issues.append({"code": "SCHEMA001", "severity": "reject", "detail": f"{where}: {err.message[:200]}"})
-        if self.rules is not None and not issues:
-            issues += [{"code": v.code, "severity": v.severity, "detail": v.detail} for v in self.rules(record, value)]
-        valid = not any(i["severity"] == "reject" for i in issues)
-        return CorrectionCheck(True, value, valid, tuple(issues))
+        found = schema_verdicts(self.schema, value, 5)
+        if self.rules is not None and not found:
+            found += self.rules(record, value)
+        valid = not any(v.severity == "reject" for v in found)
+        return CorrectionCheck(True, value, valid, tuple(_issue(v) for v in found))
+
+
+def _issue(v: Verdict) -> dict:
+    """A verdict as the review dataset's issue (a JSON object beside the correction)."""
+    return {"code": v.code, "severity": v.severity, "detail": v.detail}

@@ -19,7 +19,6 @@ API keys are written only to credentials.json; nothing here prints or logs them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mashbill.curation.review.errors import ReviewError, ServerStartError
+from mashbill.hashing import sha256_text
 from mashbill.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ _children: dict[int, subprocess.Popen] = {}  # servers this process started: rea
 def venv_key() -> str:
     ident = json.dumps({"pins": PINS, "python": list(sys.version_info[:2]), "machine": platform.machine(),
                         "system": platform.system()}, sort_keys=True)
-    return hashlib.sha256(ident.encode()).hexdigest()[:12]
+    return sha256_text(ident)[:12]
 
 
 def venv_path() -> Path:

@@ -18,13 +18,13 @@ flag, floored at 0.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from mashbill.curation.review.errors import ReviewError
 from mashbill.curation.review.layout import ReviewItem
 from mashbill.factory.records import Verdict
 from mashbill.factory.store import Store
+from mashbill.hashing import sha256_text
 from mashbill.specs import ResolvedSpec
 
 LOW_CONFIDENCE = 0.85
@@ -97,7 +97,7 @@ def select(items: list[ReviewItem], mode: str, arg=None, seed: int = 0) -> list[
         return sorted((i for i in items if i.confidence < threshold), key=lambda i: (i.confidence, i.record.id))
     if mode == "random":
         def key(i: ReviewItem) -> str:
-            return hashlib.sha256(f"{seed}:{i.record.id}".encode()).hexdigest()
+            return sha256_text(f"{seed}:{i.record.id}")
 
         return sorted((i for i in items if i.sampleable), key=key)[: int(arg)]
     raise ReviewError(f"unknown selection {mode!r}; expected {SELECT_HELP}")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
 from mashbill.factory.records import TeacherCall
-from mashbill.specs import canonical_json
+from mashbill.hashing import sha256_json
 
 
 @dataclass(frozen=True)
@@ -20,7 +19,7 @@ class TeacherRequest:
     @property
     def payload_hash(self) -> str:
         payload = {"messages": list(self.messages), "schema": self.schema, "sampling": self.sampling}
-        return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+        return sha256_json(payload)
 
 
 def attempt(req: TeacherRequest, teacher: "Teacher", latency_s: float, prompt_tokens: int | None = None,

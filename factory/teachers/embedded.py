@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 
 from mashbill.errors import TeacherError
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 
 EMBEDDED = {
     # name: (python package that carries the file, file name)

@@ -25,6 +25,7 @@ from typing import Iterable, Iterator
 
 from mashbill.errors import TeacherError
 from mashbill.factory.teachers.base import TeacherRequest, TeacherResult, attempt
+from mashbill.hashing import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def model_fingerprint(model: str) -> dict:
     out = {}
     config = path / "config.json"
     if config.is_file():
-        out["config_sha256"] = hashlib.sha256(config.read_bytes()).hexdigest()
+        out["config_sha256"] = sha256_file(config)
     weights = sorted((p.name, p.stat().st_size) for p in path.glob("*.safetensors"))
     if weights:
         out["weights"] = hashlib.sha256(json.dumps(weights).encode()).hexdigest()

@@ -4,15 +4,9 @@ never printed. (Against a real argilla-server: tests/curation/review/.)"""
 from __future__ import annotations
 
 import json
-import socket
 
 from tests.cli.conftest import error_lines, invoke
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import free_port
 
 
 def test_status_and_stop_without_a_server(tmp_path):
@@ -26,7 +20,7 @@ def test_status_and_stop_without_a_server(tmp_path):
 
 
 def test_push_to_a_server_that_does_not_answer_is_one_line(cli_store, tmp_path):
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     res = invoke("review", "push", cli_store.spec, "--store", cli_store.store,
                  env={"ARGILLA_API_URL": url, "ARGILLA_API_KEY": "secret-key-never-shown"})
     assert res.exit_code == 2 and len(error_lines(res)) == 1 and f"cannot reach the Argilla server at {url}" \

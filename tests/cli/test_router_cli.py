@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from mashbill.specs.router import LIBRARY
 from tests.conftest import run_cli
 
 
+# builds the all-MiniLM-L6-v2 ONNX encoder from its safetensors in a fresh cache and embeds with it: among the
+# slowest tests of tests/cli/ in the fast lane (bench/RESULTS.md, issue 25)
+@pytest.mark.slow
 def test_router_cli_outcomes_transitions_embed(tmp_path):
     env = {"MASHBILL_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"}
     store = tmp_path / "store"

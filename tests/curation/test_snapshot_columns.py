@@ -13,7 +13,8 @@ import pytest
 from mashbill.curation.snapshot import freeze, verify
 from mashbill.factory.records import Record, SpecRef
 from mashbill.factory.store import Store
-from mashbill.specs import canonical_json, load_spec
+from mashbill.hashing import canonical_json
+from mashbill.specs import load_spec
 from tests.curation.conftest import SEEDS, add_records
 from tests.curation.revision import checkout, has_revision, same_snapshot
 from tests.curation.test_select import decide

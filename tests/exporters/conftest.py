@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from mashbill.curation.snapshot import freeze
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from mashbill.trainers.runfolder import weight_hashes

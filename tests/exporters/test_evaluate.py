@@ -13,7 +13,7 @@ import pytest
 
 from mashbill.curation.snapshot import verify
 from mashbill.exporters.runs import Snapshot
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from tests.cli.conftest import error_lines, invoke
 from tests.exporters.conftest import minilm_dir, write_lineage
 from tests.trainers.conftest import complexity_seeds, snaps  # noqa: F401  (the complexity snapshot and its store)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from mashbill.exporters import manifest as mf
 from mashbill.exporters.gguf_export import convert_f16, rename_text_tensor, text_only_checkpoint
 from mashbill.exporters.gguf_meta import read_kv, tensor_names

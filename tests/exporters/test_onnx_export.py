@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from mashbill.specs.loader import sha256_file
+from mashbill.hashing import sha256_file
 from mashbill.exporters import manifest as mf
 from mashbill.exporters.onnx_export import load_classifier, read_metadata
 from mashbill.exporters.parity import labelled_texts, torch_logits

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from mashbill.exporters.runs import ExportError, load_run, snapshot_for
-from mashbill.exporters.staging import staged_dir
+from mashbill.files import staged_dir
 from tests.conftest import one_line_error, run_cli
 
 
@@ -94,7 +94,7 @@ def _zero_4k(path, at: int = 8192) -> None:
 
 def test_weights_changed_after_training_are_refused_naming_the_file_and_both_hashes(tmp_path, classify_run):
     """Issue 26: lineage.json hashed the config, snapshot and base model, never the trained weights."""
-    from mashbill.specs.loader import sha256_file
+    from mashbill.hashing import sha256_file
 
     run = tmp_path / "run"
     shutil.copytree(classify_run, run)

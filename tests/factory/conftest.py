@@ -19,8 +19,9 @@ import httpx
 import pytest
 import yaml
 
+from tests.conftest import free_port
 from tests.factory.fault_server import FaultServer
-from tests.factory.teacher_helpers import SHARED, free_port, lock_spec, queries
+from tests.factory.teacher_helpers import SHARED, lock_spec, queries
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +16,6 @@ QUERY_TEMPLATES = [
     "What is {n}% of 2840?", "Write a haiku about rain number {n}.", "Review this Python loop {n}.",
     "Wie viel sind {n} Meilen in Kilometern?", "Summarise chapter {n} of a novel.", "Explain Docker volumes ({n}).",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def queries(n: int) -> list[dict]:

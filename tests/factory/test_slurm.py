@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from teacher_helpers import MASHBILL, free_port, records, run_cli, tag
+from teacher_helpers import MASHBILL, records, run_cli, tag
 
 from mashbill.factory.slurm import ROCM_ENV, model_size_b, tensor_parallel_for
+from tests.conftest import free_port
 
 FAULT_SERVER = Path(__file__).with_name("fault_server.py")
 

@@ -28,7 +28,7 @@ def _tampered(snaps, tmp_path):
     raw = bytearray((copy / "data" / "train.parquet").read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     (copy / "data" / "train.parquet").write_bytes(bytes(raw))
-    from mashbill.specs.loader import sha256_file
+    from mashbill.hashing import sha256_file
 
     want = json.loads((copy / "manifest.json").read_text())["files"]["data/train.parquet"]
     # both values: the file's hash now and the one the manifest recorded

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vhelpers import vocab  # noqa: E402
+from vhelpers import SYNTH_LABELLED, vocab  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +56,9 @@ def gpt2():
     from mashbill.validators.tokenizer import load_tokenizer
 
     return load_tokenizer(str(vocab("gpt-2")))
+
+
+@pytest.fixture(scope="session")
+def labelled():
+    """The synthetic-query yardstick (vhelpers.SYNTH_LABELLED): each row a query and its by-eye label."""
+    return [json.loads(line) for line in SYNTH_LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]

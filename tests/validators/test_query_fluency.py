@@ -5,7 +5,6 @@ the labelled yardstick and on real queries-dev queries, minus (plus) a margin. O
 
 from __future__ import annotations
 
-import json
 import statistics
 
 import pytest
@@ -17,12 +16,6 @@ from mashbill.validators.query_fluency import MEASURED_LIMITS, mean_nll, not_flu
 from vhelpers import QUERIES_DEV as DEV
 from vhelpers import QUERIES_SPEC as SPEC
 from vhelpers import real_queries
-from vhelpers import SYNTH_LABELLED as FIXTURE
-
-
-@pytest.fixture(scope="module")
-def labelled():
-    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def test_german_word_salad_above_the_limit_and_real_german_below(labelled):

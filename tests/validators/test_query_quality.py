@@ -20,18 +20,12 @@ from mashbill.validators.triggers import triggers_for
 from vhelpers import QUERIES_DEV as DEV
 from vhelpers import QUERIES_SPEC as SPEC
 from vhelpers import ROOT
-from vhelpers import SYNTH_LABELLED as FIXTURE
 from vhelpers import real_queries
 
 
 @pytest.fixture(scope="module")
 def screen():
     return query_screen(load_spec(SPEC))
-
-
-@pytest.fixture(scope="module")
-def labelled():
-    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def test_context_references_without_their_content():

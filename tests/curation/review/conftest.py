@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from mashbill.curation.review import local
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, record_id
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec, render_prompt
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, free_port, run_cli
 
 FIXTURE_SPEC = ROOT / "tests" / "curation" / "review" / "fixtures" / "review-plan@1.yaml"
 
@@ -65,16 +64,10 @@ class Server:
         return {"MASHBILL_REVIEW_HOME": str(self.home), "ARGILLA_API_URL": "", "ARGILLA_API_KEY": ""}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def argilla(tmp_path_factory) -> Server:
     home = tmp_path_factory.mktemp("argilla-home")
-    info = local.start(home, port=_free_port(), timeout_s=180)
+    info = local.start(home, port=free_port(), timeout_s=180)
     try:
         yield Server(info.url, info.home, local.read_credentials(info.home))
     finally:

@@ -9,8 +9,8 @@ import pytest
 from mashbill.curation.review.client import resolve_connection
 from mashbill.curation.review.errors import ReviewError
 from mashbill.factory.store import Store
-from tests.conftest import run_cli
-from tests.curation.review.conftest import (Annotator, _free_port, answer, by_external_id, cli, client_for, fill_store,
+from tests.conftest import free_port, run_cli
+from tests.curation.review.conftest import (Annotator, answer, by_external_id, cli, client_for, fill_store,
                                    pull_decisions, push_records, spec_copy)
 
 
@@ -23,7 +23,7 @@ def test_unreachable_server_and_missing_configuration(tmp_path):
     spec = spec_copy(tmp_path, "review-down")
     store_dir = tmp_path / "store"
     fill_store(store_dir, spec)
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     down = run_cli("review", "push", str(spec), "--store", str(store_dir),
                    env={"ARGILLA_API_URL": url, "ARGILLA_API_KEY": "a-secret-key-never-shown"})
     assert down.returncode == 2 and f"cannot reach the Argilla server at {url}" in down.stderr, down.stderr

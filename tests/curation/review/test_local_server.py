@@ -11,8 +11,8 @@ import sys
 import httpx
 
 from mashbill.curation.review import local
-from tests.conftest import run_cli
-from tests.curation.review.conftest import _free_port, fill_store, spec_copy
+from tests.conftest import free_port, run_cli
+from tests.curation.review.conftest import fill_store, spec_copy
 
 
 def test_serve_status_stop_cycle(argilla, tmp_path):
@@ -30,7 +30,7 @@ def test_serve_status_stop_cycle(argilla, tmp_path):
     assert info["search_engine"]["distribution"] == "mashbill-sql"
 
     # the command line, on a home of its own: the quick start's one command starts a server and pushes
-    home, port = tmp_path / "home", _free_port()
+    home, port = tmp_path / "home", free_port()
     spec = spec_copy(tmp_path, "review-serve")
     fill_store(tmp_path / "store", spec)
     pushed = run_cli("review", "push", str(spec), "--select", "all", "--serve", "--home", str(home), "--store",

@@ -12,11 +12,12 @@ from email.utils import format_datetime
 
 import pytest
 import yaml
-from teacher_helpers import SHARED, free_port, loads, lock_spec, run_cli, sql
+from teacher_helpers import SHARED, loads, lock_spec, run_cli, sql
 
 from mashbill.cli.generate import run_generate
 from mashbill.errors import TeacherError
 from mashbill.factory.teachers.openai_compat import normalize_base_url, retry_after_s
+from tests.conftest import free_port
 
 
 def complexity_spec(tmp_path, *, model="smollm2", max_tokens=16, runtime=None, name="oa-complexity", **teacher):

@@ -9,12 +9,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import paraphrase_suite  # bench/paraphrase_suite.py (bench/checks/conftest.py puts bench/ on the path)
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import paraphrase_suite  # noqa: E402
 
 
 @pytest.fixture(scope="module")

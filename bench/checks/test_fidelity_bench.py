@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _ddg(tmp_path: Path, rows: list[dict]) -> Path:

@@ -1,7 +1,8 @@
-"""Write an export or release folder under a temporary name and rename it into place when complete.
+"""Publish a file or a folder whole: write under a temporary name beside it, fsync, rename into place.
 
-A crash, a converter failure or Ctrl-C leaves at most a `.tmp-*` folder (removed on the way out), never a
-folder that looks finished but is not: readers only trust a folder whose manifest exists.
+A crash, a converter failure or Ctrl-C leaves at most a `.tmp-*` file or folder (removed on the way out), never
+one that looks finished but is not: readers only trust a folder whose manifest exists. Below every layer, so
+snapshots, exports and releases publish alike.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from mashbill.errors import MashbillError
 
 
 def fsync_tree(root: Path) -> None:
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            with open(p, "rb") as f:
-                os.fsync(f.fileno())
-    fsync_dir(root)
+    """fsync every file and every folder under `root` (and `root` itself)."""
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            fd = os.open(os.path.join(dirpath, f), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(dirpath)
 
 
 def fsync_dir(path: Path) -> None:
