@@ -40,7 +40,7 @@ def accepted_precision(rs, rows: list[dict], labels: list[str | None], flags_rej
                        per_class: Counter | None = None) -> tuple[int, int]:
     """(accepted, accepted and right) under rule set `rs` (`flags_reject`: a flag, CPLX006, rejects too);
     `per_class` collects (label, right) counts of what is accepted."""
-    from mashbill.validators.complexity import check_complexity
+    from mashbill.validators.complexity.complexity import check_complexity
 
     acc = right = 0
     for r, label in zip(rows, labels):
@@ -130,8 +130,8 @@ def main() -> None:
 
     from mashbill.factory.teachers import make_teacher
     from mashbill.specs.loader import load_spec
-    from mashbill.validators.complexity import analyze, heuristic
-    from mashbill.validators.complexity_rules import load_complexity_rules
+    from mashbill.validators.complexity.complexity import analyze, heuristic
+    from mashbill.validators.complexity.complexity_rules import load_complexity_rules
 
     rows = load_rows(args.split)[: args.limit]
     rulesets = [(p.stem, load_complexity_rules(p)) for p in args.rules]
@@ -177,7 +177,7 @@ def main() -> None:
                     print(f"  rules={name} with CPLX006 as a reject: accepted {a}/{len(rows)}, right {right} "
                           f"(precision {_rate(right, a)})")
                 if args.show and name == rulesets[-1][0]:
-                    from mashbill.validators.complexity import check_complexity
+                    from mashbill.validators.complexity.complexity import check_complexity
                     shown = 0
                     for r, lab in zip(rows, labels):
                         if lab != r["label"] and shown < args.show and not any(

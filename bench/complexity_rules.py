@@ -80,8 +80,8 @@ def main() -> None:
     ap.add_argument("--split", default="tune", help="split whose examples --show prints (tune: do not read report)")
     args = ap.parse_args()
 
-    from mashbill.validators.complexity import analyze, check_complexity
-    from mashbill.validators.complexity_rules import load_complexity_rules
+    from mashbill.validators.complexity.complexity import analyze, check_complexity
+    from mashbill.validators.complexity.complexity_rules import load_complexity_rules
 
     rs = load_complexity_rules(args.rules)
     rows = load(args.queries)

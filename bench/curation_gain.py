@@ -155,7 +155,7 @@ C = 10.0  # the one recipe: logistic regression (C=10) on normalised MiniLM embe
 
 def linear_student(out: Path, encoder, texts: list[str], labels: list[str], vectors: dict | None = None) -> Path:
     """Fit the recipe and save it as an ONNX classifier `mashbill eval` and `mashbill predict` run: MiniLM's graph
-    (factory.onnx_bert: mean pooling, L2 norm) + MatMul + Add -> logits, the mashbill.* metadata, tokenizer/."""
+    (factory.encoders.onnx_bert: mean pooling, L2 norm) + MatMul + Add -> logits, the mashbill.* metadata, tokenizer/."""
     import shutil
 
     import numpy as np
@@ -204,7 +204,7 @@ def evaluate(model: Path, store: Path) -> dict:
 
 def train_and_eval(work: Path, folds: int) -> None:
     from mashbill.curation.label_issues import flag_store, labelled_records
-    from mashbill.factory.embeddings import Encoder
+    from mashbill.factory.encoders.embeddings import Encoder
     from mashbill.factory.store import Store
     from mashbill.specs.loader import load_spec
 

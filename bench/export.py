@@ -28,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def build_inputs(work: Path):
-    from mashbill.curation.snapshot import freeze
+    from mashbill.curation.snapshots.snapshot import freeze
     from mashbill.factory.store import Store
     from mashbill.specs import load_spec
     from tests.curation.conftest import SHARED, Lib, add_records
@@ -75,8 +75,8 @@ def main() -> None:
         args.latency_samples, args.verify_limit = min(args.latency_samples, 100), 2
 
     from mashbill.exporters.build import export_gguf, export_onnx
-    from mashbill.exporters.onnx_export import load_classifier
-    from mashbill.exporters.parity import labelled_texts
+    from mashbill.exporters.onnx.onnx_export import load_classifier
+    from mashbill.exporters.onnx.parity import labelled_texts
     from mashbill.exporters.runs import load_run, snapshot_for
 
     work = Path(tempfile.mkdtemp(prefix="mashbill-bench-export-"))

@@ -55,7 +55,7 @@ def rate(a: int, b: int) -> str:
 def gold_plans(data: Path) -> tuple[list[tuple[str, list, str]], int]:
     """Correct-tool plans from the gold annotations, and how many gold calculator rows were left out (an expression
     in DDG's own syntax, or none at all: a bare "calculator" row has no operands)."""
-    from mashbill.validators import expr
+    from mashbill.validators.plans import expr
 
     plans, unparsable = [], 0
     for r in _jsonl(data / "ddg_goodies_tool_queries" / "ddg_goodies_tool_queries.jsonl"):
@@ -130,11 +130,11 @@ def main() -> None:
 
     from mashbill.factory.records import Verdict  # noqa: F401  (the package must import)
     from mashbill.specs.loader import LIBRARY, load_catalog
-    from mashbill.validators.drift import worked_examples
-    from mashbill.validators.leakage import HoldoutItem, leakage
-    from mashbill.validators.plans import Shown
-    from mashbill.validators.routing import check_plan
-    from mashbill.validators.ruleset import load_ruleset
+    from mashbill.validators.data.leakage import HoldoutItem, leakage
+    from mashbill.validators.plans.drift import worked_examples
+    from mashbill.validators.plans.plans import Shown
+    from mashbill.validators.plans.routing import check_plan
+    from mashbill.validators.plans.ruleset import load_ruleset
 
     rs = load_ruleset()
     catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")
@@ -190,7 +190,7 @@ def main() -> None:
     # 2b. no prompt echo (COPY002, moe-routing@4): the quick start's planner prompt's own lines as tasks
     import yaml
 
-    from mashbill.validators.drift import instruction_lines
+    from mashbill.validators.plans.drift import instruction_lines
 
     planner = yaml.safe_load((LIBRARY / "shared" / "prompts" / "planner@2.yaml").read_text(encoding="utf-8"))
     lines = instruction_lines(*planner["framings"].values(), *planner["blocks"].values())
@@ -216,7 +216,7 @@ def main() -> None:
     # the following:" is no request either), and the same queries cut off: after a random word (a teacher that stops
     # mid-sentence: many cuts end on a content word, which no rule can tell from an ending), and at their first comma
     # (the quick start's "Under the Hague-Visby Rules,")
-    from mashbill.validators.truncation import _SENTENCES
+    from mashbill.validators.plans.truncation import _SENTENCES
 
     def cut(q, plan):
         return any(v.code == "PLAN011" for v in check_plan(rs, q, plan, shown, catalog))
@@ -247,7 +247,7 @@ def main() -> None:
           f"{comma_caught}/{comma_cut}, the same without its comma {head_caught}/{comma_cut}")
 
     # 3. leakage
-    from mashbill.validators.dedup import normalize
+    from mashbill.validators.data.dedup import normalize
 
     train, held, seen = [], [], set()
     for src, qs in queries.items():

@@ -164,8 +164,8 @@ def main() -> None:
     ap.add_argument("--show", type=int, default=0, help="print up to N misses, false triggers and false rejects")
     args = ap.parse_args()
 
-    from mashbill.validators.ruleset import load_ruleset
-    from mashbill.validators.triggers import triggers_for
+    from mashbill.validators.plans.ruleset import load_ruleset
+    from mashbill.validators.plans.triggers import triggers_for
 
     trig = triggers_for(load_ruleset())
     data = creative_rows(args.queries)

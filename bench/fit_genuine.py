@@ -48,7 +48,7 @@ def training_set(data: Path) -> tuple[list[str], list[int], list[float]]:
 def main() -> None:
     import numpy as np
 
-    from mashbill.factory.embeddings import Encoder
+    from mashbill.factory.encoders.embeddings import Encoder
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/queries-dev"))

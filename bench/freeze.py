@@ -106,7 +106,7 @@ def build(path: Path, n: int) -> None:
 
 def child(store: Path, out: Path) -> None:
     """One timed freeze in this process; prints one JSON line."""
-    from mashbill.curation.snapshot import freeze
+    from mashbill.curation.snapshots.snapshot import freeze
 
     import mashbill
 

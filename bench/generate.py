@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/generate.py [--spec plan-moe] [--records 16] [--threads 2]
 
-1. overhead_ratio: the same teacher prompts through `mashbill.factory.generate` (render, teacher, parse,
+1. overhead_ratio: the same teacher prompts through `mashbill.factory.generate.generate` (render, teacher, parse,
    schema check, DuckDB batches, Parquet export) and through a bare llama-cpp-python loop
    (create_chat_completion with the same constraint) over the same model. Target: <= 1.10.
 2. prefix_reuse_speedup: the bare loop with the KV cache of the shared prompt prefix kept between
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mashbill.factory.generate import generate, select_inputs
+from mashbill.factory.generate.generate import generate, select_inputs
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.llama_cpp import LlamaCppTeacher, _LLGuidanceProcessor
 from mashbill.specs import find_spec, load_spec, render_prompt

@@ -59,7 +59,7 @@ def detectors():
     except ImportError:
         pass
     try:
-        from mashbill.validators.queries import detect_language
+        from mashbill.validators.queries.queries import detect_language
 
         out["mashbill"] = detect_language  # py3langid + function words (what the synthesis screen uses)
     except ImportError:

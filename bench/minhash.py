@@ -1,9 +1,9 @@
-"""Near-duplicate detection: today's MinHash/LSH (validators.dedup, one-permutation hashing in numpy) against
+"""Near-duplicate detection: today's MinHash/LSH (validators.data.dedup, one-permutation hashing in numpy) against
 datasketch's MinHash + MinHashLSH, side by side on the real queries of shared/data/queries-dev.
 
     .venv/bin/python bench/minhash.py [--data /work/shared/data/queries-dev] [--threshold 0.8] [--limit N]
 
-Both get the same texts, normalised by validators.dedup.normalize, and the same features (character 5-grams,
+Both get the same texts, normalised by validators.data.dedup.normalize, and the same features (character 5-grams,
 128 permutations, threshold 0.8; datasketch picks its own bands for that threshold). Each side reports docs/s
 (signatures + candidate pairs + estimates) and the near-duplicate pairs it finds; the truth is the exact Jaccard
 of the 5-gram sets, computed on every pair any side found, so recall is over the pairs found by any. Ours now
@@ -29,7 +29,7 @@ CSV_COLUMNS = ("question", "prompt", "query", "text", "input", "answer_from_anno
 
 def load_queries(root: Path) -> list[str]:
     """Every query-like string of the folder: JSON Lines / JSON rows, the text column of CSV/TSV files."""
-    from mashbill.validators.leakage import _text_of
+    from mashbill.validators.data.leakage import _text_of
 
     out: list[str] = []
     csv.field_size_limit(1 << 24)
@@ -59,7 +59,7 @@ def load_queries(root: Path) -> list[str]:
 
 
 def ours(norms: list[str], threshold: float) -> tuple[set, float]:
-    from mashbill.validators.dedup import near_pairs
+    from mashbill.validators.data.dedup import near_pairs
 
     t0 = time.perf_counter()
     pairs, _ = near_pairs(norms, threshold, shingle=5, num_perm=128, bands=16)
@@ -69,7 +69,7 @@ def ours(norms: list[str], threshold: float) -> tuple[set, float]:
 
 def ours_estimate_only(norms: list[str], threshold: float) -> tuple[set, float]:
     """The previous rule: LSH candidates kept on the one-permutation estimate alone (for comparison)."""
-    from mashbill.validators.dedup import candidate_pairs, estimate, signatures
+    from mashbill.validators.data.dedup import candidate_pairs, estimate, signatures
 
     t0 = time.perf_counter()
     sig = signatures(norms, shingle=5, num_perm=128)
@@ -82,7 +82,7 @@ def ours_estimate_only(norms: list[str], threshold: float) -> tuple[set, float]:
 def theirs(norms: list[str], threshold: float) -> tuple[set, float]:
     from datasketch import MinHash, MinHashLSH
 
-    from mashbill.validators.dedup import shingles
+    from mashbill.validators.data.dedup import shingles
 
     t0 = time.perf_counter()
     lsh = MinHashLSH(threshold=threshold, num_perm=128)
@@ -110,7 +110,7 @@ def main() -> int:
     except ImportError:
         print("datasketch is not installed: pip install datasketch (the bench compares against it)")
         return 2
-    from mashbill.validators.dedup import normalize
+    from mashbill.validators.data.dedup import normalize
 
     texts = load_queries(args.data)[: args.limit]
     norms = sorted({normalize(t) for t in texts})  # exact duplicates are dedup's first, cheaper step
@@ -119,7 +119,7 @@ def main() -> int:
     a, ta = min((ours(norms, args.threshold) for _ in range(3)), key=lambda r: r[1])
     e, te = min((ours_estimate_only(norms, args.threshold) for _ in range(3)), key=lambda r: r[1])
     b, tb = theirs(norms, args.threshold)
-    from mashbill.validators.dedup import shingles
+    from mashbill.validators.data.dedup import shingles
 
     sh = {}
 
@@ -128,7 +128,7 @@ def main() -> int:
         return len(x & y) / len(x | y)
 
     true = {p for p in a | b | e if jac(*p) >= args.threshold}
-    rows = [("validators.dedup (OPH + exact)", a, ta), ("OPH estimate only (before)", e, te),
+    rows = [("validators.data.dedup (OPH + exact)", a, ta), ("OPH estimate only (before)", e, te),
             ("datasketch MinHash+LSH", b, tb)]
     print(f"{'':32} {'docs/s':>10} {'pairs':>7} {'true':>6} {'recall':>7} {'precision':>9}")
     for name, found, t in rows:

@@ -25,11 +25,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from mashbill.curation.router_data import freeze_outcomes
-from mashbill.curation.transitions import ingest_logs
-from mashbill.factory.embeddings import EmbeddingCache, Encoder
-from mashbill.factory.outcome_import import import_outcomes
-from mashbill.factory.outcomes import query_id
+from mashbill.curation.router.router_data import freeze_outcomes
+from mashbill.curation.router.transitions import ingest_logs
+from mashbill.factory.encoders.embeddings import EmbeddingCache, Encoder
+from mashbill.factory.router.outcome_import import import_outcomes
+from mashbill.factory.router.outcomes import query_id
 from mashbill.factory.store import Store
 from mashbill.specs.router import LIBRARY, load_recipe
 

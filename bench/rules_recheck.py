@@ -38,7 +38,7 @@ def main() -> None:
     from mashbill.factory.store import Store
     from mashbill.specs import find_spec, load_spec
     from mashbill.validators.checker import RecordChecker
-    from mashbill.validators.ruleset import DEFAULT_RULES, load_ruleset
+    from mashbill.validators.plans.ruleset import DEFAULT_RULES, load_ruleset
 
     rs = load_spec(find_spec(args.spec))
     old = RecordChecker.for_spec(rs, load_ruleset(args.base_rules)) if args.base_rules else RecordChecker.for_spec(rs)

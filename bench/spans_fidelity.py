@@ -8,7 +8,7 @@ GGUFs):
 
 - realistic corpus: planner records whose user turns are real queries from /work/shared/data/queries-dev (GSM8K,
   MGSM, MT-Bench DE with its second turn as a two-turn record, NQ-open, self-instruct), with the synthetic
-  ~2,500-token system prompts and JSON plan targets of mashbill.validators.synthetic;
+  ~2,500-token system prompts and JSON plan targets of mashbill.validators.data.synthetic;
 - adversarial corpus: digits after blank lines, Vietnamese, literal special-token strings (also split across a
   prompt/completion boundary), whitespace runs, CRLF, emoji, combining marks, contractions, plain prompt/completion
   rows (BOS/EOS), multi-turn conversations, tokens longer than 32 bytes (table rules, runs of spaces, indented
@@ -87,8 +87,8 @@ def real_queries() -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def corpora(n: int, n_adv: int, seed: int):
-    from mashbill.validators.spans import TrainingExample
-    from mashbill.validators.synthetic import make_record
+    from mashbill.validators.data.synthetic import make_record
+    from mashbill.validators.spans.spans import TrainingExample
 
     single, pairs = real_queries()
     rng = random.Random(seed)
@@ -231,7 +231,7 @@ def _verdicts(judge, SpanResult, total, ranges, windows, loss):
 def longest_corpus(words: list[str], seed: int) -> list:
     """Two examples per long token: a conversation (a table rule and code in the assistant turn, the token after a
     control byte and non-Latin text in the user turn) and a prompt/completion row."""
-    from mashbill.validators.spans import TrainingExample
+    from mashbill.validators.spans.spans import TrainingExample
 
     rng = random.Random(seed)
     out = []
@@ -246,8 +246,8 @@ def longest_corpus(words: list[str], seed: int) -> list:
 
 
 def run_family(name: str, ref_path, template_name, fmt, examples_by_corpus, naive_sample, seed, longest=0):
-    from mashbill.validators.spans import SpanEngine, SpanResult, judge
-    from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
+    from mashbill.validators.spans.spans import SpanEngine, SpanResult, judge
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer, resolve_chat_template
 
     loaded = load_tokenizer(ref_path)
     template = LLAMA3_GENERATION if template_name == "llama3" else resolve_chat_template(loaded, template_name)

@@ -5,8 +5,8 @@ student names its own, as the default `3:spread:600` does: a 3-layer step costs 
 text nobody here wrote: the scenario labels (18 routing-like classes: alarm, calendar, qa, weather, ...) of
 the NLU Evaluation Data (`/work/shared/data/queries-dev/nlu_evaluation_data`, CC-BY-4.0), deduplicated by
 lower-cased text and split 80/20 by a hash of the text. The k-layer students are cut with the trainer's own
-`student_layers` code (`trainers.classify.keep_layers`), exported with the exporter's own code
-(`exporters.onnx_export.export_classifier`: ONNX opset 18 -> onnxruntime dynamic INT8, per channel) and
+`student_layers` code (`trainers.methods.classify.keep_layers`), exported with the exporter's own code
+(`exporters.onnx.onnx_export.export_classifier`: ONNX opset 18 -> onnxruntime dynamic INT8, per channel) and
 checked with its parity code against their own PyTorch model. Latency is batch 1, one request after another,
 the Rust tokenizer included (`OnnxPredictor.logits_one`), all students measured interleaved in rounds in one
 process so that a busy machine slows them alike. `int8_pt` rows: the same graph quantized per tensor.
@@ -20,8 +20,8 @@ queries from each source. `mix_agreement` is INT8 vs PyTorch labels on those que
 ONNX Runtime's BERT optimizer before dynamic INT8, measured in the same rounds.
 
 `--narrow 3:256,3:192,...` adds narrow students (`student_layers` K, `student_width` HIDDEN, `student_ffn` FFN:
-trainers/narrow.py) distilled from `--teacher` (default the chosen student) as `distill_from` does
-(trainers/distill.py: alpha * CE + (1 - alpha) * T^2 * KL, the teacher's logits on the train rows computed once),
+trainers/methods/narrow.py) distilled from `--teacher` (default the chosen student) as `distill_from` does
+(trainers/methods/distill.py: alpha * CE + (1 - alpha) * T^2 * KL, the teacher's logits on the train rows computed once),
 the same rows, batch, learning rate and steps as the teacher; each is exported and measured beside the others,
 and its accuracy is compared with its teacher's (`*_drop_vs_teacher`, points). `--keep DIR` keeps the trained
 runs and exports (a later run with the same DIR reuses them); `--reuse DIR` re-measures them and trains nothing.
@@ -126,14 +126,14 @@ def train_student(out: Path, train, names, *, layers: int | None, pick: str, ste
                   alpha: float = 0.5, temperature: float = 2.0, init: Path | None = None) -> dict:
     """A MiniLM sequence classifier (k layers cut as `student_layers` does, narrowed as `student_width` /
     `student_ffn` do), trained `steps` AdamW steps; with `teacher` (logits per train row) distilled as
-    `distill_from` does (trainers/distill.py)."""
+    `distill_from` does (trainers/methods/distill.py)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from mashbill.trainers.base_model import minilm_folder
-    from mashbill.trainers.classify import keep_layers
-    from mashbill.trainers.distill import distill_loss
-    from mashbill.trainers.narrow import shrink_width
+    from mashbill.trainers.methods.classify import keep_layers
+    from mashbill.trainers.methods.distill import distill_loss
+    from mashbill.trainers.methods.narrow import shrink_width
 
     base = minilm_folder()
     torch.manual_seed(seed)
@@ -175,7 +175,7 @@ def train_student(out: Path, train, names, *, layers: int | None, pick: str, ste
 def export_student(run: Path, out: Path) -> dict:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from mashbill.exporters.onnx_export import export_classifier
+    from mashbill.exporters.onnx.onnx_export import export_classifier
     from mashbill.exporters.runs import Run
 
     out.mkdir(parents=True)
@@ -192,7 +192,7 @@ def quant_variants(paths: dict, calib: list[str], config) -> dict:
     from onnxruntime.transformers import optimizer
     from tokenizers import Tokenizer
 
-    from mashbill.exporters.onnx_export import _save_with_meta, read_metadata
+    from mashbill.exporters.onnx.onnx_export import _save_with_meta, read_metadata
 
     fp32, out = paths["fp32"], paths["fp32"].parent
     tok = Tokenizer.from_file(str(out / "tokenizer" / "tokenizer.json"))
@@ -281,8 +281,8 @@ def _measure(name, run, paths, texts, gold, names, sets, args, out):
     """Parity of each INT8 graph vs the run's own PyTorch model; registers the predictors for the latency rounds."""
     import torch
 
-    from mashbill.exporters.onnx_export import load_classifier
-    from mashbill.exporters.parity import parity, torch_logits
+    from mashbill.exporters.onnx.onnx_export import load_classifier
+    from mashbill.exporters.onnx.parity import parity, torch_logits
     from mashbill.exporters.predict import OnnxPredictor
     from mashbill.exporters.runs import Run
 
@@ -351,8 +351,8 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from mashbill.exporters.onnx_export import load_classifier
-    from mashbill.exporters.parity import torch_logits
+    from mashbill.exporters.onnx.onnx_export import load_classifier
+    from mashbill.exporters.onnx.parity import torch_logits
     from mashbill.exporters.runs import Run
 
     train, ev, names = nlu_scenarios(args.data)
@@ -435,7 +435,7 @@ def main() -> None:
 
 
 def report(args, results, out, sets, texts, teacher_key, narrow_keys) -> None:
-    from mashbill.trainers.narrow import encoder_macs
+    from mashbill.trainers.methods.narrow import encoder_macs
 
     lat = interleaved_latency(out["predictors"], texts, args.latency_samples)
     print(f"{'1 thread, batch 1, tokenization incl.':<40} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")

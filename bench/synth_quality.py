@@ -4,8 +4,8 @@
 
 The yardstick is tests/validators/fixtures/synth-labelled/queries.jsonl (520 queries the embedded teacher wrote and
 the quickstart-queries@2 screen kept, each labelled genuine or not by eye, with a reason; see the README beside it).
-For each check of the screen (the shape checks of `validators.queries` and the quality checks of
-`validators.query_quality`) and for the whole screen: how many queries it drops, its precision (the share of
+For each check of the screen (the shape checks of `validators.queries.queries` and the quality checks of
+`validators.queries.query_quality`) and for the whole screen: how many queries it drops, its precision (the share of
 its drops that are not genuine), its recall of the non-genuine ones, the genuine share of what the screen keeps
 (`genuine_precision`), and its drops on real queries of shared/data/queries-dev (the JSON Lines rows of at most 300
 characters, English and German: a false drop there is a real user's request thrown away). Last line:
@@ -45,7 +45,7 @@ def measure(half: str = "report", data: Path | None = None, show: str = "", echo
     """The screen on the yardstick's `half` and on the real queries under `data`; prints the table, returns the
     figures of the last line."""
     from mashbill.specs import load_spec
-    from mashbill.validators.queries import quality_codes, query_screen
+    from mashbill.validators.queries.queries import quality_codes, query_screen
 
     rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [r for r in rows if half == "all" or r["half"] == half]
@@ -153,7 +153,7 @@ def measure_fluency(rows: list[dict], found: list[list[str]], real: list[tuple[s
     import random
     import time
 
-    from mashbill.validators.query_fluency import mean_nll
+    from mashbill.validators.queries.query_fluency import mean_nll
 
     t0 = time.perf_counter()
     scored = [r for r in rows if r["lang"] in limits]  # a language without a limit is not read
@@ -202,7 +202,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/queries-dev"))
     ap.add_argument("--show", default="", help="print the fixture rows a check code drops (e.g. SYN009)")
     ap.add_argument("--fluency", default="de=5.5", help="SYN013 limits to measure side by side, LANG=NATS,... "
-                    "(validators.query_fluency.MEASURED_LIMITS; '' to skip: it runs the model on every row)")
+                    "(validators.queries.query_fluency.MEASURED_LIMITS; '' to skip: it runs the model on every row)")
     ap.add_argument("--genuine", default="genuine@1", help="learned genuine-check weights "
                     "(specs/library/shared/classifiers/NAME.json) to measure side by side ('' to skip)")
     args = ap.parse_args()

@@ -64,14 +64,14 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path("/work/shared/data/queries-dev"), help="real queries")
     args = ap.parse_args()
 
-    from mashbill.curation.report_synth import DUP_CODES, SCREEN_CODES, distinct_n
-    from mashbill.factory.generate import generate
-    from mashbill.factory.judge import run_judge
+    from mashbill.curation.reports.report_synth import DUP_CODES, SCREEN_CODES, distinct_n
+    from mashbill.factory.generate.generate import generate
+    from mashbill.factory.generate.judge import run_judge
+    from mashbill.factory.generate.synth import pool_items
     from mashbill.factory.store import Store
-    from mashbill.factory.synth import pool_items
     from mashbill.factory.teachers import make_teacher
     from mashbill.specs import load_spec
-    from mashbill.validators.queries import holdout_hits, holdout_items, synth_work
+    from mashbill.validators.queries.queries import holdout_hits, holdout_items, synth_work
 
     with tempfile.TemporaryDirectory(prefix="mashbill-bench-synth-") as tmp:
         lib = Path(tmp) / "lib"

@@ -36,11 +36,11 @@ from pathlib import Path
 import httpx
 import yaml
 
+from mashbill.factory.generate.generate import select_inputs
 from mashbill.factory.teachers.base import TeacherRequest
 from mashbill.factory.teachers.embedded import resolve_model_path
 from mashbill.factory.teachers.openai_compat import OpenAITeacher
 from mashbill.specs import load_spec, render_prompt
-from mashbill.factory.generate import select_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT / "tests" / "fixtures" / "specs" / "shared"

@@ -6,7 +6,7 @@
 works end to end; its figures are not results.
 
 1. preflight_s: `mashbill train check` of a config whose max_seq_len differs from its snapshot's, on a
-   snapshot of --records reference-shaped records (mashbill.validators.synthetic: ~2,500-token system
+   snapshot of --records reference-shaped records (mashbill.validators.data.synthetic: ~2,500-token system
    prompts, 5% correction samples), so every record is re-checked with the validators' fast span engine.
    The snapshot is written with the snapshot module's own hashing (cached under ~/.cache/mashbill/bench/).
    Target: under 60 s on 2 cores for 260,000 records.
@@ -38,10 +38,10 @@ SMOL = "embedded:smollm2-135m-instruct"
 
 
 def _profile(max_seq_len: int, loss: str = "assistant-only") -> tuple[dict, str]:
-    from mashbill.curation.tokens import tokenizer_sha256
-    from mashbill.curation.training_template import training_template
+    from mashbill.curation.snapshots.tokens import tokenizer_sha256
+    from mashbill.curation.snapshots.training_template import training_template
     from mashbill.hashing import sha256_text
-    from mashbill.validators.tokenizer import CHATML_GENERATION, load_tokenizer
+    from mashbill.validators.tokenizers.tokenizer import CHATML_GENERATION, load_tokenizer
 
     tmpl = training_template(CHATML_GENERATION, loss)
     return {"tokenizer": SMOL, "chat_template": "chatml", "max_seq_len": max_seq_len, "truncation_side": "right",
@@ -58,7 +58,7 @@ def write_snapshot(folder: Path, name: str, kind: str, splits: dict[str, list[di
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from mashbill.curation.snapshot import (FORMAT, MANIFEST, SCHEMA, SPLITS, integrity_of, manifest_bytes,
+    from mashbill.curation.snapshots.snapshot import (FORMAT, MANIFEST, SCHEMA, SPLITS, integrity_of, manifest_bytes,
                                             snapshot_id_of)
     from mashbill.hashing import sha256_file
 
@@ -96,7 +96,7 @@ def _row(i: int, prompt, completion, *, kind="sft", rejected=None, turns=None, c
 
 
 def synth_rows(start: int, n: int, short: bool = False):
-    from mashbill.validators.synthetic import FRAMINGS, make_record
+    from mashbill.validators.data.synthetic import FRAMINGS, make_record
 
     out = []
     for i in range(start, start + n):

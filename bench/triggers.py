@@ -55,7 +55,7 @@ def suite_stats(rules, trig, catalog, shown, show: int = 0) -> tuple[dict, list[
     with key "suite", the language or "lang:class", and the lines of misses to print."""
     import paraphrase_suite
 
-    from mashbill.validators.routing import check_plan
+    from mashbill.validators.plans.routing import check_plan
 
     stats = defaultdict(lambda: [0, 0])
     bad: list[str] = []
@@ -89,11 +89,11 @@ def main() -> None:
     args = ap.parse_args()
 
     from mashbill.specs.loader import LIBRARY, load_catalog
-    from mashbill.validators.pii import find_pii
-    from mashbill.validators.plans import Shown
-    from mashbill.validators.routing import check_plan
-    from mashbill.validators.ruleset import load_ruleset
-    from mashbill.validators.triggers import triggers_for
+    from mashbill.validators.data.pii import find_pii
+    from mashbill.validators.plans.plans import Shown
+    from mashbill.validators.plans.routing import check_plan
+    from mashbill.validators.plans.ruleset import load_ruleset
+    from mashbill.validators.plans.triggers import triggers_for
 
     rules = load_ruleset(args.rules) if args.rules else load_ruleset()
     catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")

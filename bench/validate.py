@@ -3,7 +3,7 @@
     .venv/bin/python bench/validate.py [--records 260000] [--tokenizer qwen2] [--max-seq-len 4096] [--jobs 2]
                                        [--naive-sample N] [--profile] [--repeat K]
 
-The corpus is synthetic and shaped like the reference's planner dataset (mashbill.validators.synthetic): five
+The corpus is synthetic and shaped like the reference's planner dataset (mashbill.validators.data.synthetic): five
 framings of a ~2,500-token system prompt whose category block varies per record, queries of 5-200 tokens,
 JSON plan targets of 13-300 tokens, 5% five-message correction samples. Records are generated in chunks (each
 depends only on seed and index), so memory stays flat at any size.
@@ -55,8 +55,8 @@ _ARGS = None
 
 def _naive_indices(indices):
     """Worker: the naive signatures of the given corpus indices (records regenerated from seed and index)."""
-    from mashbill.validators.spans import TrainingExample
-    from mashbill.validators.synthetic import make_record
+    from mashbill.validators.data.synthetic import make_record
+    from mashbill.validators.spans.spans import TrainingExample
 
     out = []
     for i in indices:
@@ -67,7 +67,7 @@ def _naive_indices(indices):
 
 def _profile(checker) -> dict[str, float]:
     """Timers (CPU seconds) around each rule, the query triggers, the plan parse and the schema check."""
-    from mashbill.validators import routing
+    from mashbill.validators.plans import routing
 
     timers: dict[str, float] = {}
 
@@ -114,11 +114,11 @@ def main() -> None:
 
     from mashbill.specs.loader import LIBRARY, find_spec, load_catalog, load_spec
     from mashbill.validators.checker import RecordChecker, spec_examples
-    from mashbill.validators.dedup import dedup
-    from mashbill.validators.ruleset import load_ruleset
-    from mashbill.validators.spans import SpanEngine, SpanResult, TrainingExample, judge
-    from mashbill.validators.synthetic import corpus, make_record
-    from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
+    from mashbill.validators.data.dedup import dedup
+    from mashbill.validators.data.synthetic import corpus, make_record
+    from mashbill.validators.plans.ruleset import load_ruleset
+    from mashbill.validators.spans.spans import SpanEngine, SpanResult, TrainingExample, judge
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer, resolve_chat_template
 
     from mashbill.paths import vocab_dir
 

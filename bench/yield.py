@@ -3,7 +3,7 @@
     .venv/bin/python bench/yield.py [--split report|tune|all] [--limit N] [--methods single repair vote]
                                     [--attempts 2] [--samples 3] [--threads 1]
 
-Each method runs the one generate loop (`factory.generate`, with `factory.chains`) with the embedded SmolLM2-135M
+Each method runs the one generate loop (`factory.generate.generate`, with `factory.generate.chains`) with the embedded SmolLM2-135M
 teacher on the requests of `tests/fixtures/complexity_labels/labels.jsonl` (labelled by eye; report half by
 default), with the prompt, teacher and rule set of quickstart-complexity@5, into a store of its own:
 - `single`: one answer per request (today's quick start);
@@ -57,7 +57,7 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
 
 
 def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> dict:
-    from mashbill.factory.generate import generate
+    from mashbill.factory.generate.generate import generate
     from mashbill.factory.store import Store
     from mashbill.specs import load_spec
     from mashbill.validators.checker import RecordChecker

@@ -3,7 +3,7 @@
     res = find_issues(texts, labels, classes)            # out-of-fold probabilities, then cleanlab
     res = flag_store(store, rs)                           # the same over a classifier spec's records; LBL001 flags
 
-The model is the one sentence encoder (`factory.embeddings`: all-MiniLM-L6-v2 through onnxruntime, no GPU) and a
+The model is the one sentence encoder (`factory.encoders.embeddings`: all-MiniLM-L6-v2 through onnxruntime, no GPU) and a
 multinomial logistic regression on its normalised embeddings; `folds`-fold out-of-fold predicted probabilities
 (stratified folds, fixed seed) go to `cleanlab.filter.find_label_issues` (`prune_by_noise_rate`). A class rarer
 than `folds` is missing from some folds' training rows; there its probability is 0. A set with fewer than two
@@ -54,7 +54,7 @@ def _need():
 
 
 def embed(texts: Sequence[str], encoder=None) -> np.ndarray:
-    from mashbill.factory.embeddings import Encoder
+    from mashbill.factory.encoders.embeddings import Encoder
 
     enc = encoder or Encoder.load()
     vecs = np.asarray(enc.encode(list(texts)), dtype=np.float32)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mashbill.curation.report import build_report, summary_lines
-from mashbill.curation.snapshot import FreezeResult, SnapshotError, freeze
+from mashbill.curation.reports.report import build_report, summary_lines
+from mashbill.curation.snapshots.snapshot import FreezeResult, SnapshotError, freeze
 from mashbill.specs import find_spec, load_spec
 
 

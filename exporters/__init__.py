@@ -1,9 +1,11 @@
 """Exporters: trained students -> CPU artifacts with parity, verification and lineage, and the release gate.
 
-- ``runs``: the run folder contract (lineage.json, model/ or adapter/) and the run's verified snapshot;
-- ``onnx_export`` + ``parity``: classifier -> ONNX fp32/INT8, parity and latency on the eval split;
-- ``gguf_export`` + ``gguf_meta`` + ``gguf_verify`` + ``modelfile``: LoRA -> merged -> GGUF F16/Q8_0/Q4_K_M,
-  lineage in metadata, schema-constrained verification, an Ollama Modelfile;
-- ``manifest``: export.json (spec hashes -> snapshot -> run -> artifacts with sha256) (atomic folders: mashbill.files);
-- ``build``: the two export commands end to end; ``predict``: run an artifact; ``release``: gate, tags, verify.
+- ``build``: `mashbill export onnx|gguf`: one run folder in, one verified export folder out (written whole ...
+- ``evaluation/``: `mashbill eval`: a student on labelled sets, its metrics and its page.
+- ``gguf/``: LoRA run -> merged model -> GGUF, its metadata, verification and Ollama Modelfile.
+- ``manifest``: The export manifest: spec hashes -> snapshot id -> training run -> artifacts, each with its sha256.
+- ``onnx/``: Classifier run -> ONNX (fp32, INT8) and its parity with PyTorch.
+- ``predict``: Run an exported student on the CPU: an ONNX classifier or a GGUF planner, from the file alone.
+- ``release``: The release gate, tags and tag verification.
+- ``runs``: A training run folder as the exporters read it, and the snapshot it was trained on.
 """

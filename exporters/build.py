@@ -24,8 +24,8 @@ def default_out(run_path: Path, kind: str) -> Path:
 def export_onnx(run_path: str | Path, *, out: str | Path | None = None, snapshot: str | Path | None = None,
                 store: str | Path | None = None, max_length: int = 64, latency_samples: int = 300,
                 threads: tuple[int, ...] = (1, 2)) -> tuple[Path, dict]:
-    from mashbill.exporters.onnx_export import export_classifier, load_classifier
-    from mashbill.exporters.parity import onnx_report
+    from mashbill.exporters.onnx.onnx_export import export_classifier, load_classifier
+    from mashbill.exporters.onnx.parity import onnx_report
 
     run = load_run(run_path)
     if run.method != "classify":
@@ -57,10 +57,10 @@ def export_gguf(run_path: str | Path, *, out: str | Path | None = None, snapshot
                 keep_f16: bool = True, on_row=None) -> tuple[Path, dict]:
     """LoRA run -> merged -> f16/quantized GGUFs, verified on at most `verify_limit` rows (`on_row(file, done,
     total)` after each verified answer)."""
-    from mashbill.exporters.gguf_export import QUANTS, convert_f16, merge_adapter, quantize
-    from mashbill.exporters.gguf_meta import copy_with_metadata
-    from mashbill.exporters.gguf_verify import SPLIT_ORDER, eval_rows, verify_files
-    from mashbill.exporters.modelfile import modelfile
+    from mashbill.exporters.gguf.gguf_export import QUANTS, convert_f16, merge_adapter, quantize
+    from mashbill.exporters.gguf.gguf_meta import copy_with_metadata
+    from mashbill.exporters.gguf.gguf_verify import SPLIT_ORDER, eval_rows, verify_files
+    from mashbill.exporters.gguf.modelfile import modelfile
 
     for q in quants:
         if q not in QUANTS:

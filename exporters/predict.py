@@ -96,7 +96,7 @@ class GgufPredictor:
     kind = "gguf"
 
     def __init__(self, path: Path, *, threads: int = 1, max_tokens: int = 256, n_ctx: int = 4096):
-        from mashbill.exporters.gguf_meta import read_kv
+        from mashbill.exporters.gguf.gguf_meta import read_kv
 
         self.path = Path(path)
         kv = read_kv(self.path)

@@ -22,10 +22,10 @@ from typing import Any
 
 import yaml
 
-from mashbill.hashing import sha256_file
 from mashbill.errors import MashbillError
 from mashbill.exporters import manifest as mf
 from mashbill.files import write_file_atomic
+from mashbill.hashing import sha256_file
 
 TIE_POINTS = 0.5
 DEFAULT_ROOT = Path("./mashbill-releases")
@@ -92,7 +92,7 @@ def _labels_of(answer: dict, kind: str):
     """The labels an artifact gave: the classifier's label(s), or the categories of a planner's plan."""
     if kind == "onnx":
         return answer["label"]
-    from mashbill.curation.labels import plan_categories
+    from mashbill.curation.selection.labels import plan_categories
 
     out = answer["output"]
     return sorted(set(plan_categories(out, {}))) if answer["json"] and isinstance(out, list) else None
@@ -168,9 +168,9 @@ def _decided_by(winner, eligible, close, vetoed) -> str:
 
 
 def eval_items(refs) -> tuple[list[Item], list[dict]]:
-    """Held-out items from `mashbill eval` sets (exporters/eval_sets.py): a classifier set's gold labels, a planner
+    """Held-out items from `mashbill eval` sets (exporters/evaluation/eval_sets.py): a classifier set's gold labels, a planner
     set's gold categories (rows without them are skipped); ids SET#ROW."""
-    from mashbill.exporters.eval_sets import load_set
+    from mashbill.exporters.evaluation.eval_sets import load_set
 
     items, info = [], []
     for ref in refs:

@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from mashbill.hashing import sha256_file
-from mashbill.curation.snapshot import SnapshotError, resolve_snapshot, verify
+from mashbill.curation.snapshots.snapshot import SnapshotError, resolve_snapshot, verify
 from mashbill.errors import MashbillError
+from mashbill.hashing import sha256_file
 
 LINEAGE_SCHEMA = "mashbill.lineage/1"
 REQUIRED = ("run_id", "method", "config_sha256", "snapshot", "spec_hashes", "base_model")

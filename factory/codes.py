@@ -18,7 +18,7 @@ class Code:
     severity: str  # reject | penalty | flag (the default; a rule set may override rule codes)
     source: str  # where it is emitted: factory, validate, rules, complexity, curation, review
     meaning: str
-    rule: str = ""  # for rule codes: the rule id in the rule set (validators/routing.py or complexity.py implements it)
+    rule: str = ""  # for rule codes: the rule id in the rule set (validators/plans/routing.py or complexity.py implements it)
 
 
 # code, severity, source, meaning (and the rule id for rule codes): one line per code
@@ -140,7 +140,7 @@ assert len(CODES) == len(_TABLE), "a code is registered twice"
 
 
 RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() if c.rule and c.source == "rules")
-# the complexity rule set's ids (validators/complexity.py implements them)
+# the complexity rule set's ids (validators/complexity/complexity.py implements them)
 COMPLEXITY_RULE_IDS: frozenset[str] = frozenset(c.rule for c in CODES.values() if c.rule and c.source == "complexity")
 
 
@@ -148,7 +148,7 @@ def describe(code: str) -> Code | None:
     return CODES.get(code)
 
 
-# reject codes that a teacher can fix by answering again (factory.repair): what the factory's parse and schema
+# reject codes that a teacher can fix by answering again (factory.generate.repair): what the factory's parse and schema
 # checks and the rule sets find in an answer. Failed calls, validation passes, review and curation are not.
 _REPAIRABLE_FACTORY = frozenset({"PARSE001", "PARSE002", "TRUNC001", "SCHEMA001"})
 

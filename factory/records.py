@@ -76,4 +76,4 @@ class TeacherCall:
     completion_tokens: int | None = None
     finish_reason: str | None = None
     error: str | None = None
-    turn: int = 1  # the turn of the record's conversation it answered (2, 3 ...: repairs, factory.repair)
+    turn: int = 1  # the turn of the record's conversation it answered (2, 3 ...: repairs, factory.generate.repair)

@@ -54,7 +54,7 @@ def _verdict_table(rows: Sequence[tuple[str, Verdict]], run_id: str, now: dateti
 
 
 def _attempt_table(run_id: str, rows: Sequence[dict], now: datetime) -> pa.Table:
-    """Arrow rows for record_attempts from factory.repair's attempt dicts."""
+    """Arrow rows for record_attempts from factory.generate.repair's attempt dicts."""
     ints = ("attempt", "sample", "repairs", "tokens_in", "tokens_cached", "tokens_out", "calls")
     return pa.table({
         **{k: pa.array([r.get(k) for r in rows], pa.int32()) for k in ints},
@@ -295,7 +295,7 @@ class Store(StoreQueries):
     def write_batch(self, run_id: str, records: Sequence[Record], verdicts: dict[str, Sequence[Verdict]],
                     calls: Sequence[TeacherCall], attempts: Sequence[dict] = ()) -> None:
         """Write records, their verdicts, teacher calls and repair attempts (`record_attempts` rows, as
-        factory.repair makes them) in one transaction (all or nothing)."""
+        factory.generate.repair makes them) in one transaction (all or nothing)."""
         if not records and not attempts:
             return
         now = _now()

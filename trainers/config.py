@@ -10,9 +10,9 @@
     schedule: {max_steps: 3, batch_size: 2, learning_rate: 2.0e-4}
 
 A classifier (method classify) can keep k of its base encoder's layers: `student_layers: 3` with
-`base_model: embedded:all-minilm-l6-v2` trains a 3-layer student (layers 1, 3, 5 of 6; see trainers/classify.py);
-`student_width: 256` (and `student_ffn`) makes it narrower (trainers/narrow.py), and `distill_from: RUN_DIR`
-trains it on a finished classify run's logits as well as the labels (trainers/distill.py).
+`base_model: embedded:all-minilm-l6-v2` trains a 3-layer student (layers 1, 3, 5 of 6; see trainers/methods/classify.py);
+`student_width: 256` (and `student_ffn`) makes it narrower (trainers/methods/narrow.py), and `distill_from: RUN_DIR`
+trains it on a finished classify run's logits as well as the labels (trainers/methods/distill.py).
 
 The profile (tokenizer, chat template, max_seq_len, truncation side, loss mode) is compared with the
 snapshot's manifest by the preflight; a field left unset takes the manifest's value, so a config that
@@ -76,7 +76,7 @@ class TrainConfig(Strict):
     store: str = "./mashbill-data"
     base_model: str = Field(min_length=1)
     # sft: default from the loss mode; classify: `pairs` trains a plan-vs-correct reward model on a preference
-    # snapshot (trainers/reward_pairs.py)
+    # snapshot (trainers/methods/reward_pairs.py)
     format: Literal["messages", "prompt-completion", "pairs"] | None = None
     profile: Profile = Profile()
     lora: Lora | None = Lora()  # classify ignores it (full fine-tuning of a small encoder)
@@ -94,11 +94,11 @@ class TrainConfig(Strict):
     # keeps every other layer ending on the last (6 -> 3: layers 1, 3, 5), `first` keeps layers 0..k-1.
     student_layers: int | None = Field(None, ge=1)
     student_layer_pick: Literal["spread", "first"] = "spread"
-    # classify: a narrower student (trainers/narrow.py): hidden size (a multiple of the head size; heads shrink
+    # classify: a narrower student (trainers/methods/narrow.py): hidden size (a multiple of the head size; heads shrink
     # with it) and feed-forward size (None: scaled with the hidden size); units kept by weight norms
     student_width: int | None = Field(None, ge=1)
     student_ffn: int | None = Field(None, ge=1)
-    # classify: distil from a finished classify run of the same snapshot and labels (trainers/distill.py):
+    # classify: distil from a finished classify run of the same snapshot and labels (trainers/methods/distill.py):
     # loss = alpha * CE + (1 - alpha) * T^2 * KL(teacher / T || student / T)
     distill_from: str | None = None
     distill_alpha: float = Field(0.5, ge=0, le=1)

@@ -1,6 +1,6 @@
 """The preflight's checks of a narrow or distilled classify student (no model load, one line per refusal):
-student_width/student_ffn against the base's config.json (trainers/narrow.py), distill_from against the
-snapshot and its labels (trainers/distill.py)."""
+student_width/student_ffn against the base's config.json (trainers/methods/narrow.py), distill_from against the
+snapshot and its labels (trainers/methods/distill.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def check_narrow(pf, base_dir: Path) -> Path | None:
     try:
         if cfg.student_width is not None or cfg.student_ffn is not None:
             from mashbill.trainers.base_model import locate
-            from mashbill.trainers.narrow import check_width_config
+            from mashbill.trainers.methods.narrow import check_width_config
 
             conf = locate(cfg.base_model, base_dir) / "config.json"
             if not conf.is_file():
@@ -28,12 +28,12 @@ def check_narrow(pf, base_dir: Path) -> Path | None:
             check_width_config(cfg, json.loads(conf.read_text(encoding="utf-8")))
         if cfg.distill_from is None:
             return None
-        from mashbill.curation.pull import label_info
-        from mashbill.trainers.distill import check_teacher, teacher_path
+        from mashbill.curation.snapshots.pull import label_info
+        from mashbill.trainers.methods.distill import check_teacher, teacher_path
 
         run = teacher_path(cfg.distill_from, base_dir)
-        if cfg.format == "pairs":  # a reward model's labels are fixed (trainers/reward_pairs.py)
-            from mashbill.trainers.reward_pairs import label_info as pair_labels
+        if cfg.format == "pairs":  # a reward model's labels are fixed (trainers/methods/reward_pairs.py)
+            from mashbill.trainers.methods.reward_pairs import label_info as pair_labels
 
             labels = pair_labels()["id2label"]
         else:  # an older manifest without class names: the trainer compares with the pulled labels

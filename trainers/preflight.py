@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from mashbill.curation.snapshot import SPLITS, SnapshotError, list_dirs, resolve_snapshot, verify
+from mashbill.curation.snapshots.snapshot import SPLITS, SnapshotError, list_dirs, resolve_snapshot, verify
 from mashbill.errors import MashbillError
 from mashbill.trainers.config import TrainConfig
 
@@ -55,7 +55,7 @@ class Preflight:
     @property
     def snapshot_ref(self) -> dict:
         m = self.manifest
-        from mashbill.curation.snapshot import MANIFEST
+        from mashbill.curation.snapshots.snapshot import MANIFEST
         from mashbill.hashing import sha256_file
 
         return {"name": m["name"], "version": m["version"], "id": m["snapshot_id"],
@@ -70,7 +70,7 @@ def find_snapshot(ref: str, store: str | Path) -> Path:
         return resolve_snapshot(ref, root)
     except SnapshotError:
         if len(ref) >= 12 and all(c in "0123456789abcdef" for c in ref):
-            from mashbill.curation.snapshot import read_manifest
+            from mashbill.curation.snapshots.snapshot import read_manifest
 
             hits = [d for d in list_dirs(root) if str(read_manifest(d).get("snapshot_id", "")).startswith(ref)]
             if len(hits) == 1:
@@ -104,7 +104,7 @@ def _method_format(cfg: TrainConfig, kind: str, loss: str) -> str:
 
 def _tokenizer_of(cfg: TrainConfig, manifest_profile: dict, base_dir: Path):
     """The tokenizer the run uses: the config's, else the base model's own (sft/dpo), else the snapshot's."""
-    from mashbill.validators.tokenizer import load_tokenizer
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer
 
     if cfg.profile.tokenizer:
         return load_tokenizer(cfg.profile.tokenizer, base_dir), cfg.profile.tokenizer
@@ -181,7 +181,7 @@ def _check_layers(cfg: TrainConfig, base_dir: Path) -> None:
     """student_layers: classify only, and at most the base encoder's layer count (read from config.json)."""
     if cfg.method != "classify":
         raise PreflightError(f"config {cfg.name}: student_layers applies to method classify, not {cfg.method}")
-    from mashbill.trainers.classify import base_layer_count
+    from mashbill.trainers.methods.classify import base_layer_count
 
     try:
         have = base_layer_count(cfg.base_model, base_dir)
@@ -209,11 +209,11 @@ def _batches(path: Path, size: int = 2048):
 
 
 def _check_profile(pf: Preflight, base_dir: Path) -> None:
-    from mashbill.curation.pull import training_template_of
-    from mashbill.curation.tokens import tokenizer_sha256
-    from mashbill.curation.training_template import training_template
+    from mashbill.curation.snapshots.pull import training_template_of
+    from mashbill.curation.snapshots.tokens import tokenizer_sha256
+    from mashbill.curation.snapshots.training_template import training_template
     from mashbill.hashing import sha256_text
-    from mashbill.validators.tokenizer import has_generation_markers, resolve_chat_template
+    from mashbill.validators.tokenizers.tokenizer import has_generation_markers, resolve_chat_template
 
     cfg, mp, name = pf.config, pf.profile, pf.config.name
     loaded, tok_ref = _tokenizer_of(cfg, mp, base_dir)
@@ -269,8 +269,8 @@ def _check_profile(pf: Preflight, base_dir: Path) -> None:
 def _examples(fmt: str, split: str, start: int, rows: list[dict], kind: str):
     """The examples exactly as the trainer will see them (the pull's own conversion), as span-engine inputs;
     oversampled copies are the same example and are checked once."""
-    from mashbill.curation.pull import rows_for
-    from mashbill.validators.spans import TrainingExample
+    from mashbill.curation.snapshots.pull import rows_for
+    from mashbill.validators.spans.spans import TrainingExample
 
     out = []
     for i, r in enumerate(rows_for(fmt, [r for r in rows if r["copy"] == 0], kind), start):
@@ -291,7 +291,7 @@ _JOB: dict = {}  # what forked workers inherit: the tokenizer, template and wind
 
 def _check_part(args) -> tuple[int, Counter, tuple | None]:
     """Check every `workers`-th batch of the snapshot, starting at `worker` (runs in a forked process or inline)."""
-    from mashbill.validators.spans import SpanEngine, judge
+    from mashbill.validators.spans.spans import SpanEngine, judge
 
     worker, workers = args
     j = _JOB

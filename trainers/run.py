@@ -126,7 +126,7 @@ def _load_parts(pf: Preflight):
     os.environ["HF_HUB_OFFLINE"] = "1"
     from transformers import AutoTokenizer
 
-    from mashbill.curation.pull import load_snapshot
+    from mashbill.curation.snapshots.pull import load_snapshot
     from mashbill.trainers.base_model import resolve
 
     base = resolve(pf.config.base_model)
@@ -136,7 +136,7 @@ def _load_parts(pf: Preflight):
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
     if pf.format == "pairs":
-        from mashbill.trainers.reward_pairs import load_pairs
+        from mashbill.trainers.methods.reward_pairs import load_pairs
 
         return base, tok, load_pairs(pf.snapshot)
     data = load_snapshot(pf.snapshot, pf.format)
@@ -145,11 +145,11 @@ def _load_parts(pf: Preflight):
 
 def _builder(method: str):
     if method == "sft":
-        from mashbill.trainers.sft import build
+        from mashbill.trainers.methods.sft import build
     elif method == "dpo":
-        from mashbill.trainers.dpo import build
+        from mashbill.trainers.methods.dpo import build
     else:
-        from mashbill.trainers.classify import build
+        from mashbill.trainers.methods.classify import build
     return build
 
 

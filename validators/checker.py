@@ -19,10 +19,10 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
-from mashbill.validators.drift import InstructionLine, WorkedExample, instruction_lines, worked_examples
-from mashbill.validators.plans import Shown
-from mashbill.validators.ruleset import load_rules
-from mashbill.validators.ruleset import RuleSet
+from mashbill.validators.plans.drift import InstructionLine, WorkedExample, instruction_lines, worked_examples
+from mashbill.validators.plans.plans import Shown
+from mashbill.validators.plans.ruleset import load_rules
+from mashbill.validators.plans.ruleset import RuleSet
 
 STAGE = "validate"
 # rules that need something a record may lack: rule id -> what it needs
@@ -56,7 +56,7 @@ def taxonomy_from_prompt(text: str) -> frozenset[str] | None:
 def _schema_check(schema: dict | None) -> Callable[[Any], str | None] | None:
     if schema is None:
         return None
-    from mashbill.validators.toolargs import compile_schema
+    from mashbill.validators.plans.toolargs import compile_schema
 
     return compile_schema(schema)
 
@@ -75,12 +75,12 @@ class RecordChecker:
         self.spec_shown = self._spec_shown(taxonomy, variation)
         self.renames = renames if renames is not None else self._renames(taxonomy)
         self.triggers = None
-        # a complexity rule set (validators/complexity.py) checks labels, not plans
+        # a complexity rule set (validators/complexity/complexity.py) checks labels, not plans
         self.complexity = getattr(ruleset, "kind", None) == "complexity"
         enabled = {r.id for r in ruleset.rules if r.enabled} if ruleset is not None else set()
         self._needs = [(rule_id, need) for rule_id, need in _NEEDS.items() if rule_id in enabled]
         if ruleset is not None and not self.complexity:
-            from mashbill.validators.triggers import triggers_for
+            from mashbill.validators.plans.triggers import triggers_for
 
             self.triggers = triggers_for(ruleset)
         self.taxonomy_sources: Counter = Counter()
@@ -181,10 +181,10 @@ class RecordChecker:
         if self.ruleset is None or not query or output is None:
             return verdicts
         if self.complexity:
-            from mashbill.validators.complexity import check_complexity, history_turns
+            from mashbill.validators.complexity.complexity import check_complexity, history_turns
 
             return verdicts + check_complexity(self.ruleset, query, output, history_turns(inputs, meta), stage)
-        from mashbill.validators.routing import check_plan
+        from mashbill.validators.plans.routing import check_plan
 
         shown, source = self.shown_for(meta, system)
         self.taxonomy_sources[source] += 1
@@ -208,7 +208,7 @@ class RecordChecker:
         self.skipped[("all rules", "plan")] += 1
 
     def factory_check(self, stage: str = "generate") -> Callable:
-        """A check for ``factory.generate(checks=[...])``: the rules on each accepted record (the factory has
+        """A check for ``factory.generate.generate(checks=[...])``: the rules on each accepted record (the factory has
         checked the schema already)."""
         def rules(record) -> list[Verdict]:
             return self.check(record.input or {}, record.output, record.meta, schema=False, stage=stage)

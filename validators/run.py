@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from mashbill.factory.records import Verdict
-from mashbill.validators.errors import ValidationInputError
 from mashbill.specs.model import TrainerProfile
-from mashbill.validators.inputs import Row, guess_lang, read_rows
-from mashbill.validators.ruleset import DEFAULT_RULES, RuleSet, load_rules, load_ruleset
+from mashbill.validators.data.inputs import Row, guess_lang, read_rows
+from mashbill.validators.errors import ValidationInputError
+from mashbill.validators.plans.ruleset import DEFAULT_RULES, RuleSet, load_rules, load_ruleset
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +125,8 @@ def _rank(sev: str) -> int:
 
 def check_spans(rows: list[Row], opts: Options, report: Report) -> None:
     from mashbill.factory.stats import percentiles
-    from mashbill.validators.spans import SpanEngine, audit, judge
-    from mashbill.validators.tokenizer import load_tokenizer, resolve_chat_template
+    from mashbill.validators.spans.spans import SpanEngine, audit, judge
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer, resolve_chat_template
 
     prof = opts.profile
     examples = [ex for r in rows for ex in r.examples]
@@ -184,8 +184,8 @@ def add_audit_findings(report: Report, aud: dict) -> dict:
 
 
 def check_dedup_and_leaks(rows: list[Row], opts: Options, report: Report, eval_rows: list[Row] = ()) -> None:
-    from mashbill.validators.dedup import dedup
-    from mashbill.validators.leakage import HoldoutItem, leakage, load_holdout
+    from mashbill.validators.data.dedup import dedup
+    from mashbill.validators.data.leakage import HoldoutItem, leakage, load_holdout
 
     rs = opts.ruleset()
     eval_keys = {r.key for r in eval_rows}
@@ -282,7 +282,7 @@ def check_rules(rows: list[Row], opts: Options, report: Report) -> None:
 
 
 def check_pii(rows: list[Row], opts: Options, report: Report) -> None:
-    from mashbill.validators.pii import pii_verdicts
+    from mashbill.validators.data.pii import pii_verdicts
 
     if not opts.pii:
         return
@@ -297,7 +297,7 @@ def check_pii(rows: list[Row], opts: Options, report: Report) -> None:
 
 
 def check_expectations(rows: list[Row], kind: str, opts: Options, report: Report) -> None:
-    from mashbill.validators.expectations import run_expectations
+    from mashbill.validators.data.expectations import run_expectations
 
     if not opts.expectations or not rows:
         return
@@ -376,7 +376,7 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     """Validate a spec's stored records and (by default) write the verdicts to the store."""
     from mashbill.hashing import canonical_json
     from mashbill.validators.checker import RecordChecker
-    from mashbill.validators.spans import TrainingExample
+    from mashbill.validators.spans.spans import TrainingExample
 
     records = store.records(spec_hash=rs.hash, status=None if include_all else "accepted")
     if not records:

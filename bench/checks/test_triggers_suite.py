@@ -58,8 +58,8 @@ def test_the_generator_writes_its_file(tmp_path):
 def test_suite_rates_per_language_and_na_for_an_empty_denominator(ruleset, catalog):
     import triggers as bench
 
-    from mashbill.validators.plans import Shown
-    from mashbill.validators.triggers import triggers_for
+    from mashbill.validators.plans.plans import Shown
+    from mashbill.validators.plans.triggers import triggers_for
 
     assert bench._rate(0, 0) == "n/a" and bench._rate(1, 4) == "0.2500"
     stats, _ = bench.suite_stats(ruleset, triggers_for(ruleset), catalog, Shown(None))

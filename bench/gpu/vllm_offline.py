@@ -4,7 +4,7 @@
 
 Needs one GPU and `pip install 'mashbill[gpu]'` (its own environment). Runs the spec's inputs (the
 tiny test plan spec by default; a library spec such as plan-moe has a long shared system prompt
-and shows prefix caching better) through `mashbill.factory.generate` with the vllm backend into a
+and shows prefix caching better) through `mashbill.factory.generate.generate` with the vllm backend into a
 temporary store, in chunks of --chunk, then reads the figures back from the store. A 0.5B model
 takes about 2-4 minutes including the model load on one recent GPU.
 
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEFAULT_SPEC, figures, spec_with_teacher  # noqa: E402
 
-from mashbill.factory.generate import generate  # noqa: E402
+from mashbill.factory.generate.generate import generate  # noqa: E402
 from mashbill.factory.store import Store  # noqa: E402
 from mashbill.factory.teachers.vllm_offline import VLLMTeacher  # noqa: E402
 from mashbill.specs import find_spec  # noqa: E402

@@ -5,7 +5,7 @@ prefix-cache hit rate, schema-valid rate, and which structured-output form the s
 
 Needs one GPU and vLLM (`pip install 'mashbill[gpu]'`, its own environment). Starts `vllm serve`
 with prefix caching and prompt-token details on 127.0.0.1, runs the preflight (models, structured
-output), then `mashbill.factory.generate` with the openai backend at --concurrency into a temporary
+output), then `mashbill.factory.generate.generate` with the openai backend at --concurrency into a temporary
 store, and stops the server. About 3-5 minutes with a 0.5B model, most of it the server start.
 
 The last line is machine-readable:
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEFAULT_SPEC, figures, spec_with_teacher  # noqa: E402
 
-from mashbill.factory.generate import generate  # noqa: E402
+from mashbill.factory.generate.generate import generate  # noqa: E402
 from mashbill.factory.store import Store  # noqa: E402
 from mashbill.factory.teachers.openai_compat import OpenAITeacher  # noqa: E402
 from mashbill.specs import find_spec  # noqa: E402

@@ -1,7 +1,7 @@
 """Does a synthesized query look like a real user's request? A logistic regression on MiniLM embeddings,
 measured and left out of the screen (no spec, no reject code).
 
-The shipped sentence encoder (`factory.embeddings.Encoder`, all-MiniLM-L6-v2 through onnxruntime) turns the
+The shipped sentence encoder (`factory.encoders.embeddings.Encoder`, all-MiniLM-L6-v2 through onnxruntime) turns the
 query into 384 numbers; a linear model (float32 weights and a bias, fitted by `fit` in a few lines of numpy)
 turns those into the probability that the query is a genuine request. Positives: real queries of
 shared/data/queries-dev (English and German, the even half of a sha256 of the text) and the genuine rows of
@@ -97,7 +97,7 @@ def load_weights(name: str, sha256: str = ""):
 
 @functools.lru_cache(maxsize=1)
 def _encoder():
-    from mashbill.factory.embeddings import Encoder
+    from mashbill.factory.encoders.embeddings import Encoder
 
     return Encoder.load(threads=1)
 

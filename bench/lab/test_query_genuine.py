@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from mashbill.specs import load_spec
-from mashbill.validators.queries import quality_codes, query_screen
+from mashbill.validators.queries.queries import quality_codes, query_screen
 from query_genuine import CLASSIFIERS, embed, fit, fit_half, genuine_scores, load_weights
 from query_genuine import not_genuine, training_digest
 

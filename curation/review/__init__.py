@@ -1,11 +1,13 @@
-"""Human review in Argilla: push records that need eyes, pull reviewers' decisions back into the store.
+"""Human review in Argilla: push records, pull corrections, run a local server. The argilla SDK is imported only by
+code that has a reachable server (`client.ArgillaReview.connect`).
 
-    local        the embedded argilla-server (own virtual environment, SQLite, SQL search engine)
-    client       which server to talk to (ARGILLA_API_URL / ARGILLA_API_KEY or the embedded one) and the
-                 adapter around the argilla SDK
-    layout       the review dataset: fields, questions, metadata, guidelines, one record
-    select       which records go to review (flagged, low-confidence, random:N, all)
-    push, pull   the two directions; pull re-validates corrections (corrections) into `review_decisions`
-
-The argilla SDK is imported only by code that has a reachable server (see `client.ArgillaReview.connect`).
+- ``client``: Which Argilla server to talk to, and the adapter around the argilla SDK.
+- ``corrections``: Re-validate a reviewer's corrected output through the same checks generation and validation use.
+- ``errors``: User-facing errors of human review (the CLI prints them as one line).
+- ``layout``: What a review dataset looks like: its fields, questions, metadata and guidelines, and one ...
+- ``local``: The embedded review server: argilla-server in its own virtual environment, on SQLite, on 127.0.0.1.
+- ``pull``: Pull reviewers' responses from Argilla into the store's `review_decisions` table.
+- ``push``: Push stored records to Argilla for human review.
+- ``select``: Which stored records go to review.
+- ``server/``: Files that run inside the argilla-server virtual environment (never imported by mashbill itself).
 """

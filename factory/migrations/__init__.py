@@ -1,0 +1,2 @@
+"""The store's schema migrations (SQL files, shipped as package data).
+"""

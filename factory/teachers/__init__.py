@@ -1,4 +1,12 @@
-"""Teacher backends behind one small interface. Heavy imports happen inside each backend."""
+"""Teachers: the backends a generate run asks (embedded llama.cpp, OpenAI-compatible, vLLM), behind one small
+interface. Heavy imports happen inside each backend.
+
+- ``base``: The teacher interface: requests in, results out, every attempt accounted for.
+- ``embedded``: Models that ship inside PyPI wheels, so nothing is downloaded from a model hub at run time.
+- ``llama_cpp``: The embedded teacher: llama.cpp in-process (llama-cpp-python), schema-constrained and seeded.
+- ``openai_compat``: A teacher behind any OpenAI-compatible chat-completions server: vLLM `serve`, llama.cpp's ...
+- ``vllm_offline``: The vLLM offline teacher: `vllm.LLM` in-process on a GPU node (optional `gpu` extra).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,13 @@
-"""The `mashbill` command line: one entry point, one module per subcommand, loaded lazily.
+"""The `mashbill` command line: one entry point, one module per subcommand, loaded lazily. Domain errors
+(MashbillError) and a damaged store become one line on stderr and exit code 2; tracebacks are for bugs. The
+convention every command follows is in mashbill/cli/_common.py and in EPILOG below.
 
-Domain errors (MashbillError) and a damaged store become one line on stderr and exit code 2; tracebacks
-are for bugs. The convention every command follows is in mashbill/cli/_common.py and in EPILOG below.
+- ``_common``: Shared CLI helpers: the one CLI convention (store option, --json, exit codes), progress display ...
+- ``codes``: `mashbill codes`: every verdict code the project emits, its default severity and meaning.
+- ``curate/``: Commands over stored data: snapshots, reports, review, router datasets, cleanlab, dump, SQL.
+- ``make/``: Commands that make data: specs, generate, judge, validate, merge, SLURM, the quick start.
+- ``reference``: docs/cli.md: every command's `--help`, rendered from the click commands themselves (as ...
+- ``ship/``: Commands over students: train, export, eval, predict, release.
 """
 
 from __future__ import annotations
@@ -18,26 +24,26 @@ from mashbill.errors import MashbillError
 
 # subcommand name -> module under mashbill.cli that defines `command` (a click command or group)
 SUBCOMMANDS = {
-    "spec": "spec",
-    "generate": "generate",
-    "quickstart": "quickstart",
-    "sql": "sql",
-    "dump": "dump",
-    "export": "export",
-    "release": "release",
-    "predict": "predict",
-    "eval": "eval",
-    "cleanlab": "label_issues",
-    "validate": "validate",
-    "merge": "merge",
-    "slurm": "slurm",
-    "snapshot": "snapshot",
-    "report": "report",
-    "review": "review",
-    "judge": "judge",
+    "spec": "make.spec",
+    "generate": "make.generate",
+    "quickstart": "make.quickstart",
+    "sql": "curate.sql",
+    "dump": "curate.dump",
+    "export": "ship.export",
+    "release": "ship.release",
+    "predict": "ship.predict",
+    "eval": "ship.eval",
+    "cleanlab": "curate.label_issues",
+    "validate": "make.validate",
+    "merge": "make.merge",
+    "slurm": "make.slurm",
+    "snapshot": "curate.snapshot",
+    "report": "curate.report",
+    "review": "curate.review",
+    "judge": "make.judge",
     "codes": "codes",
-    "router": "router",
-    "train": "train",
+    "router": "curate.router",
+    "train": "ship.train",
 }
 
 

@@ -28,7 +28,7 @@ def test_verify_rows_bounds_verification_and_zero_is_refused(tmp_path):
 def test_verification_progress_names_the_file_and_the_rows():
     """On a terminal one line per verified answer; in a log a plain line at a steady interval (PlainProgress,
     tests/cli/test_convention.py) whose label names the file."""
-    from mashbill.cli.export import VerifyProgress
+    from mashbill.cli.ship.export import VerifyProgress
 
     lines = []
     with VerifyProgress() as p:

@@ -1,5 +1,5 @@
 """`mashbill judge`: a spec without a judge is refused in one line before anything is opened or asked.
-(The judge loop itself, with a scripted judge server: tests/factory/test_judge.py.)"""
+(The judge loop itself, with a scripted judge server: tests/factory/generate/test_judge.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_a_spec_without_a_judge_is_refused(cli_store, tmp_path):
 
 def test_the_help_examples_name_specs_that_have_a_judge():
     """Every library spec an example names has the `judge:` section the command needs (placeholders in capitals)."""
-    from mashbill.cli.judge import command
+    from mashbill.cli.make.judge import command
     from mashbill.specs import find_spec, load_spec
 
     named = [line.split()[2] for line in command.help.splitlines() if line.strip().startswith("mashbill judge ")]

@@ -120,7 +120,7 @@ def _preference_pairs(snapshots: Path, name: str) -> str:
 
     The prompt is the runtime prompt the plan record was made for (system: the training prompt with this record's
     taxonomy; user: the query alone), `chosen` is that record's accepted plan, `rejected` a different JSON plan."""
-    from mashbill.curation.pull import load_snapshot
+    from mashbill.curation.snapshots.pull import load_snapshot
 
     plans = load_snapshot(snapshots / "quickstart-plan@1", "messages")
     runtime = {r["messages"][1]["content"]: r["messages"] for s in plans for r in plans[s]}

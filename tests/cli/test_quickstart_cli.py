@@ -49,10 +49,10 @@ def test_quickstart_leaves_a_store_with_two_kinds_hashes_and_codes(quickstart):
 def test_quickstart_complexity_labels_it_accepts_pass_the_complexity_rules(quickstart):
     """Accepted must mean right: no accepted label breaks a complexity rule, and no recall question is accepted with
     another label than memory_recall (the reference's override; SmolLM2-135M labels them complex)."""
-    from mashbill.cli.quickstart import quickstart_spec
+    from mashbill.cli.make.quickstart import quickstart_spec
     from mashbill.specs import load_spec
-    from mashbill.validators.complexity import analyze, check_complexity
-    from mashbill.validators.ruleset import load_rules
+    from mashbill.validators.complexity.complexity import analyze, check_complexity
+    from mashbill.validators.plans.ruleset import load_rules
 
     folder, _ = quickstart
     rs = load_spec(quickstart_spec("quickstart-complexity"))
@@ -83,11 +83,11 @@ def test_quickstart_plans_it_accepts_fit_the_request(quickstart):
     category was shown, nor repeats a task, nor has a task cut off mid-phrase. Under @3, 5 of 10 accepted plans were
     wrong by eye; under @4, "Under the Hague-Visby Rules," and metformin as general (README, "Plan yield of the quick
     start")."""
-    from mashbill.cli.quickstart import quickstart_spec
+    from mashbill.cli.make.quickstart import quickstart_spec
     from mashbill.specs import load_spec
     from mashbill.validators.checker import RecordChecker
-    from mashbill.validators.ruleset import load_rules
-    from mashbill.validators.triggers import triggers_for
+    from mashbill.validators.plans.ruleset import load_rules
+    from mashbill.validators.plans.triggers import triggers_for
 
     folder, _ = quickstart
     rs = load_spec(quickstart_spec("quickstart-plan"))

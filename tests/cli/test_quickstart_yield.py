@@ -3,10 +3,10 @@ and stay opt-in: the quick start uses the latest single-shot version of each spe
 
 from __future__ import annotations
 
-from mashbill.cli.quickstart import QUICKSTART_SPECS, quickstart_spec
+from mashbill.cli.make.quickstart import QUICKSTART_SPECS, quickstart_spec
+from mashbill.factory.generate.repair import check_repair
 from mashbill.specs import find_spec, load_spec
 from mashbill.specs.lock import lock_problem
-from mashbill.factory.repair import check_repair
 
 
 def test_the_quick_start_uses_single_shot_versions_and_the_yield_versions_are_there():

@@ -27,7 +27,7 @@ def test_an_embedded_teacher_is_refused(cli_store, tmp_path):
 
 def test_a_queries_spec_gets_its_scripts(tmp_path):
     """Each array task fills its share of every quota (`generate --shard`); merge.sbatch's `mashbill merge` drops
-    the cross-shard duplicates (tests/factory/test_synth_shards.py runs both)."""
+    the cross-shard duplicates (tests/factory/generate/test_synth_shards.py runs both)."""
     from tests.factory.synth_specs import write_queries_spec
 
     spec = write_queries_spec(tmp_path / "lib", teacher={"backend": "openai", "model": "m",

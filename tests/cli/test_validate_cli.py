@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from mashbill.cli import main
-from mashbill.validators.synthetic import corpus
+from mashbill.validators.data.synthetic import corpus
 from tests.validators.vhelpers import assert_known_codes, vocab
 
 

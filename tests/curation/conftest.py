@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mashbill.factory.generate import select_inputs
+from mashbill.factory.generate.generate import select_inputs
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, render_prompt

@@ -1,6 +1,6 @@
 """An earlier revision's code beside this checkout's: its source as an importable package (for byte-for-byte
 comparisons of what two revisions write), and the comparison of two snapshot folders. Used by
-tests/curation/test_snapshot_columns.py and bench/freeze.py."""
+tests/curation/snapshots/test_snapshot_columns.py and bench/freeze.py."""
 
 from __future__ import annotations
 

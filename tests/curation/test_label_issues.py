@@ -56,7 +56,7 @@ def _store(tmp_path, snaps):  # noqa: F811
 
 
 def test_flags_are_stored_selected_for_review_and_reported(tmp_path, snaps):  # noqa: F811
-    from mashbill.curation.report import build_report
+    from mashbill.curation.reports.report import build_report
 
     rs, path = _store(tmp_path, snaps)
     with Store.open(path) as store:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mashbill.curation.pipeline import freeze_and_report
-from mashbill.curation.snapshot import ls, verify
+from mashbill.curation.snapshots.snapshot import ls, verify
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from tests.curation.conftest import SEEDS, add_records

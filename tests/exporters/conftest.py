@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mashbill.curation.snapshot import freeze
-from mashbill.hashing import sha256_file
+from mashbill.curation.snapshots.snapshot import freeze
 from mashbill.factory.store import Store
+from mashbill.hashing import sha256_file
 from mashbill.specs import load_spec
 from mashbill.trainers.runfolder import weight_hashes
 from tests.curation.conftest import SHARED, Lib, add_records
@@ -84,7 +84,7 @@ def build_classifier(run: Path, snapshot, *, steps: int) -> Path:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from mashbill.exporters.parity import labelled_texts
+    from mashbill.exporters.onnx.parity import labelled_texts
 
     from mashbill.exporters.runs import Snapshot
 

@@ -99,7 +99,7 @@ def worse_export(tmp_path_factory, plan_snapshot):
 
 
 def test_release_check_runs_real_artifacts_and_writes_a_record(tmp_path, onnx_export, worse_export, plan_snapshot):
-    from mashbill.exporters.parity import labelled_texts
+    from mashbill.exporters.onnx.parity import labelled_texts
     from mashbill.exporters.runs import Snapshot
 
     good, _ = onnx_export

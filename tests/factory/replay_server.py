@@ -1,12 +1,12 @@
 """A replay teacher for load: an OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a corpus
 of realistic teacher outputs with a seeded, set error mix, at thousands of requests per second.
 
-Test and bench infrastructure (tests/factory/test_generate_replay.py, bench/scale.py), never a teacher users pick:
+Test and bench infrastructure (tests/factory/generate/test_generate_replay.py, bench/scale.py), never a teacher users pick:
 the generate loop, guards and accounting that talk to it are the real ones (factory/teachers/openai_compat.py).
 
 The corpus (`build_corpus`) holds, per seed query of the labelled yardstick tests/fixtures/complexity_labels, a label
 the real complexity rules accept and a wrong label they reject with exactly one reject code (decided by running
-`validators.complexity.check_complexity`, never hard-coded). Seed inputs at volume are those queries with a
+`validators.complexity.complexity.check_complexity`, never hard-coded). Seed inputs at volume are those queries with a
 numbered suffix (`variant`); the corpus keeps only queries whose rule outcome the suffix does not change.
 
 Each record gets one outcome from `outcome(seed, query)` (a hash of the seed and the record's query, so a resumed
@@ -60,8 +60,8 @@ def base_query(text: str) -> str:
 def build_corpus(rules_path: Path = COMPLEXITY_RULES) -> dict[str, dict]:
     """query -> {"label": accepted label, "wrong": rejected label, "code": its one reject code, "experts": [...]},
     from the real complexity rules (reject severity only; flags and penalties do not decide)."""
-    from mashbill.validators.complexity import check_complexity
-    from mashbill.validators.complexity_rules import load_complexity_rules
+    from mashbill.validators.complexity.complexity import check_complexity
+    from mashbill.validators.complexity.complexity_rules import load_complexity_rules
 
     rs = load_complexity_rules(rules_path)
     corpus = {}

@@ -53,7 +53,7 @@ def test_registry_entries_are_well_formed():
 
 
 def test_rule_set_severities_match_the_registry():
-    from mashbill.validators.ruleset import load_ruleset
+    from mashbill.validators.plans.ruleset import load_ruleset
 
     for r in load_ruleset().rules:
         assert CODES[r.code].severity == r.severity and CODES[r.code].source == "rules", r.code
@@ -68,7 +68,7 @@ def test_docs_table_is_the_registry_rendering():
 
 def test_registered_rule_ids_are_exactly_the_implemented_rules():
     from mashbill.factory.codes import RULE_IDS
-    from mashbill.validators.routing import RULES
+    from mashbill.validators.plans.routing import RULES
 
     assert set(RULES) == RULE_IDS
     assert all(CODES[c].rule for c in CODES if CODES[c].source == "rules")

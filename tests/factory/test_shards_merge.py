@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from teacher_helpers import records, run_cli, sql, tag
 
-from mashbill.cli.generate import run_generate
+from mashbill.cli.make.generate import run_generate
 from mashbill.errors import StoreError
 from mashbill.factory.shards import MergeConflict, merge_stores
 

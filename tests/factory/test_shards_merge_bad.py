@@ -1,6 +1,6 @@
 """Bad input to `mashbill merge` at scale (issue 29): a shard store of another spec, a shard still `running`, a
 merge target that exists and is not a store, a disk that fills during the merge. Each is one line, exit 2, and
-leaves no half-made output store. (A disk that fills during freeze: tests/curation/test_snapshot_faults.py; a
+leaves no half-made output store. (A disk that fills during freeze: tests/curation/snapshots/test_snapshot_faults.py; a
 missing shard store: tests/cli/test_merge_cli.py; records outside their shard: test_shards_merge.py.)"""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from mashbill.cli.generate import run_generate
+from mashbill.cli.make.generate import run_generate
 from mashbill.factory.store import Store
 from tests.conftest import MASHBILL, small_disk
 from tests.factory.rehearsal import seed_rows, write_seeds, write_spec

@@ -170,7 +170,7 @@ def test_transaction_stores_all_of_a_block_or_none_of_it(tmp_path):
 def test_a_failed_commit_is_one_store_error_not_cannot_rollback(tmp_path):
     """A COMMIT that fails ends the transaction itself (DuckDB then refuses ROLLBACK with "cannot rollback - no
     transaction is active"); the error names the store, and the store still works. The full-disk case, through
-    the CLI, is in tests/factory/test_generate_disk_full.py."""
+    the CLI, is in tests/factory/generate/test_generate_disk_full.py."""
     with Store.open(tmp_path / "s") as store:
         store.con.execute("CREATE TABLE u (k INTEGER PRIMARY KEY)")
         other = store.con.cursor()

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from mashbill.curation.run_stats import review_progress
+from mashbill.curation.reports.run_stats import review_progress
 from mashbill.factory.records import Record, SpecRef, Verdict
 from mashbill.factory.store import Store
 

@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 import yaml
 
 from mashbill.curation.review.select import review_items, select
-from mashbill.curation.snapshot import freeze
+from mashbill.curation.snapshots.snapshot import freeze
 from mashbill.factory.records import Verdict
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from tests.curation.conftest import add_records, lib  # noqa: F401 (fixture)
-from tests.curation.test_preference_judge_pairs import GOOD, WRONG, _judge
-from tests.curation.test_preference import _pairs, _store_samples, pref_spec, source  # noqa: F401 (fixture)
+from tests.curation.preference.test_preference_judge_pairs import GOOD, WRONG, _judge
+from tests.curation.preference.test_preference import _pairs, _store_samples, pref_spec, source  # noqa: F401 (fixture)
 from tests.factory.synth_specs import judge_section
 
 GOOD_ALT = [{"task": "Calculate 1847 * 23 + 519", "category": "precision_tools", "mcp_tool": "calculate",

@@ -25,7 +25,7 @@ def _versions(files):
 def test_the_live_library_holds_the_latest_version_per_name_and_the_archive_the_rest():
     """Live: each name's latest version, and the single-shot version the quick start runs where the latest is
     an opt-in yield version (docs/yield.md). Everything else is in archive/."""
-    from mashbill.cli.quickstart import QUICKSTART_SPECS, quickstart_spec
+    from mashbill.cli.make.quickstart import QUICKSTART_SPECS, quickstart_spec
 
     live = find_spec_files(LIBRARY)
     every = find_spec_files(LIBRARY, archived=True)
@@ -71,7 +71,7 @@ def test_spec_ls_lists_live_versions_and_check_covers_the_archive():
 def test_an_archived_preference_spec_still_finds_its_archived_source_spec():
     """A preference spec names its plan spec by a path beside it (../quickstart/quickstart-plan@N.yaml); once both
     are archived, the path is read from the kind folder and the plan spec found in the archive by its file name."""
-    from mashbill.curation.preference import source_spec_of
+    from mashbill.curation.preference.preference import source_spec_of
 
     archived = [f for f in find_spec_files(LIBRARY, archived=True)
                 if ARCHIVE in f.parts and f.parent.name == "preference"]

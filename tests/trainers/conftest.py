@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mashbill.curation.snapshot import freeze
+from mashbill.curation.snapshots.snapshot import freeze
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from tests.curation.conftest import SEEDS, SHARED, add_records, spec_yaml

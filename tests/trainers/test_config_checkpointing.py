@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from mashbill.trainers.common import common_args
 from mashbill.trainers.config import TrainConfig
+from mashbill.trainers.methods.common import common_args
 
 
 def _cfg(method: str, **extra) -> TrainConfig:

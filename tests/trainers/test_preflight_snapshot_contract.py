@@ -3,8 +3,8 @@ training template (last-turn under a last-turn loss)."""
 
 from __future__ import annotations
 
-from mashbill.curation.pull import load_snapshot
-from mashbill.curation.snapshot import verify
+from mashbill.curation.snapshots.pull import load_snapshot
+from mashbill.curation.snapshots.snapshot import verify
 from mashbill.trainers.preflight import masks_only_last_turn
 
 
@@ -21,7 +21,7 @@ def test_manifest_carries_classes_tokenizer_hash_and_training_template(snaps):
 
 
 def test_the_training_template_of_a_last_turn_snapshot_masks_the_wrong_turn(snaps):
-    from mashbill.validators.tokenizer import load_tokenizer
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer
 
     tok = load_tokenizer("embedded:smollm2-135m-instruct").tok
     pref = load_snapshot(snaps.pref, "messages")

@@ -26,7 +26,7 @@ def _lora_b_nonzero(adapter_dir) -> int:
 
 
 def _check_folder(run, method, snaps_dir):
-    from mashbill.curation.snapshot import MANIFEST
+    from mashbill.curation.snapshots.snapshot import MANIFEST
     from mashbill.hashing import sha256_file
 
     lin = json.loads((run / "lineage.json").read_text())
@@ -60,7 +60,7 @@ def test_sft_climbs_the_ladder_loss_falls_and_the_adapter_changes(snaps, smol_ba
     assert rows[-1]["snapshot_id"] == res.preflight.manifest["snapshot_id"] and rows[-1]["device"] == "cpu"
     assert rows[-1]["versions"]["peft"] and rows[-1]["peak_memory_mb"] > 0 and rows[2]["grads_finite"] is True
     # the rest of a run record (issue 16): runtime versions, throughput, manifest and config hashes
-    from mashbill.curation.snapshot import MANIFEST
+    from mashbill.curation.snapshots.snapshot import MANIFEST
     from mashbill.hashing import sha256_file
 
     for r in rows:

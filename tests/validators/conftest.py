@@ -18,7 +18,7 @@ from vhelpers import SYNTH_LABELLED, vocab  # noqa: E402
 
 @pytest.fixture(scope="session")
 def ruleset():
-    from mashbill.validators.ruleset import load_ruleset
+    from mashbill.validators.plans.ruleset import load_ruleset
 
     return load_ruleset()
 
@@ -32,28 +32,28 @@ def catalog():
 
 @pytest.fixture(scope="session")
 def qwen2():
-    from mashbill.validators.tokenizer import load_tokenizer
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer
 
     return load_tokenizer(str(vocab("qwen2")))
 
 
 @pytest.fixture(scope="session")
 def llama3():
-    from mashbill.validators.tokenizer import load_tokenizer
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer
 
     return load_tokenizer(str(vocab("llama-bpe")))
 
 
 @pytest.fixture(scope="session")
 def smollm2():
-    from mashbill.validators.tokenizer import load_tokenizer
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer
 
     return load_tokenizer("embedded:smollm2-135m-instruct")
 
 
 @pytest.fixture(scope="session")
 def gpt2():
-    from mashbill.validators.tokenizer import load_tokenizer
+    from mashbill.validators.tokenizers.tokenizer import load_tokenizer
 
     return load_tokenizer(str(vocab("gpt-2")))
 

@@ -134,7 +134,7 @@ def test_a_store_whose_records_were_all_rejected_says_so_not_other_hashes(tmp_pa
 def test_the_record_checker_for_the_factory():
     from mashbill.factory.codes import CODES
     from mashbill.validators.checker import RecordChecker
-    from mashbill.validators.ruleset import load_ruleset
+    from mashbill.validators.plans.ruleset import load_ruleset
 
     rs = load_spec(find_spec("plan-moe"))
     checks = [RecordChecker.for_spec(rs).factory_check()]

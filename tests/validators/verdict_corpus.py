@@ -74,9 +74,9 @@ def verdict_tables() -> dict[str, dict[str, str]]:
     """Every case's table: record key -> its verdicts (records without verdicts left out)."""
     from mashbill.specs.loader import LIBRARY, find_spec, load_catalog, load_spec
     from mashbill.validators.checker import RecordChecker, spec_examples
-    from mashbill.validators.dedup import dedup
-    from mashbill.validators.ruleset import load_ruleset
-    from mashbill.validators.synthetic import _plan, corpus
+    from mashbill.validators.data.dedup import dedup
+    from mashbill.validators.data.synthetic import _plan, corpus
+    from mashbill.validators.plans.ruleset import load_ruleset
 
     rules = load_ruleset()
     catalog = load_catalog(LIBRARY / "shared" / "tools" / "precision-tools@2.yaml")

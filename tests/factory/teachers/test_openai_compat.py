@@ -14,7 +14,7 @@ import pytest
 import yaml
 from teacher_helpers import SHARED, loads, lock_spec, run_cli, sql
 
-from mashbill.cli.generate import run_generate
+from mashbill.cli.make.generate import run_generate
 from mashbill.errors import TeacherError
 from mashbill.factory.teachers.openai_compat import normalize_base_url, retry_after_s
 from tests.conftest import free_port

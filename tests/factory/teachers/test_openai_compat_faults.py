@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from teacher_helpers import records, sql, tag
 
-from mashbill.cli.generate import run_generate
+from mashbill.cli.make.generate import run_generate
 
 N = 100
 # Every fifth record (20%) gets one fault plan; "always" faults outlast the retries of the first run

@@ -20,7 +20,7 @@ import yaml
 from teacher_helpers import SHARED
 
 from mashbill.errors import TeacherError
-from mashbill.factory.generate import generate
+from mashbill.factory.generate.generate import generate
 from mashbill.factory.store import Store
 from mashbill.factory.teachers import make_teacher
 from mashbill.specs import load_spec

@@ -1,0 +1,67 @@
+"""Near-duplicate clusters of queries, for group-aware splits.
+
+An adapter over the validators' dedup (`mashbill.validators.data.dedup`): the same normalisation, the same
+character-shingle MinHash signatures and LSH banding that produce DUP001/DUP002 at validation, with the
+clusters (connected components of pairs at or above the threshold) returned instead of verdicts, so a
+snapshot's split groups are the clusters validation saw. Exact duplicates after normalisation always
+share a cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+
+def normalized(texts: Sequence[str]) -> list[str]:
+    """`validators.data.dedup.normalize` of each text, each distinct text normalised once."""
+    from mashbill.validators.data.dedup import normalize
+
+    seen: dict[str, str] = {}
+    return [seen[t] if t in seen else seen.setdefault(t, normalize(t)) for t in (t or "" for t in texts)]
+
+
+def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,
+                            bands: int = 16, norms: Sequence[str] | None = None) -> list[int]:
+    """A cluster number per text (numbered in order of first appearance); texts with Jaccard >= threshold (LSH
+    candidates confirmed on the exact shingle sets, as in dedup) share one (transitively). `norms`: the texts
+    already normalised (`normalized(texts)`), when the caller needs them too. Exact duplicates after normalisation
+    are one node; clusters are connected components over integer ids."""
+    import numpy as np
+    import pyarrow as pa
+
+    from mashbill.validators.data.dedup import near_pairs
+
+    norms = list(norms) if norms is not None else normalized(texts)
+    if not norms:
+        return []
+    enc = pa.array(norms, pa.string()).dictionary_encode()  # ids in order of first appearance
+    ids = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    distinct = enc.dictionary.to_pylist()  # the first occurrence of each normalised text, in input order
+    m = len(distinct)
+    label = np.arange(m)
+    if m >= 2:
+        pairs, _ = near_pairs(distinct, threshold, shingle=shingle, num_perm=num_perm, bands=bands)
+        if len(pairs):
+            from mashbill.curation.selection.split import connected
+
+            label = connected(m, pairs[:, 0], pairs[:, 1])
+    per_text = label[ids]
+    _, first = np.unique(per_text, return_index=True)
+    number = np.empty(per_text.max() + 1, dtype=np.int64)
+    number[per_text[np.sort(first)]] = np.arange(len(first))
+    return number[per_text].tolist()
+
+
+def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: float,
+                         norms: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """Pairs of keys whose texts are near duplicates (the validators' MinHash clusters where available)."""
+    clusters = near_duplicate_clusters(texts, threshold, norms=norms)
+    first: dict[int, str] = {}
+    pairs = []
+    for key, c in zip(keys, clusters):
+        if c in first:
+            pairs.append((first[c], key))
+        else:
+            first[c] = key
+    return pairs

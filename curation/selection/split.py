@@ -1,0 +1,141 @@
+"""Group-aware, stratified train/eval/test splits.
+
+Records that are near duplicates of each other (MinHash clusters over the query), that share a
+paraphrase group (`curation.group_by` input fields) or that share a source (the pairs built from one
+plan) form one group, and a group lands on exactly one side. Within each label cell, groups are taken in
+the order of a hash of their id and each goes to the split furthest below its share (in the cell and
+overall), so the split is deterministic, close to the ratios even for small cells, and stable when
+unrelated records are added. The checks after the split are `validators.data.leakage.across_splits`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+
+SPLITS = ("train", "eval", "test")
+
+
+@dataclass
+class SplitResult:
+    assignment: dict[str, str]  # key -> split
+    groups: dict[str, str]  # key -> group id
+    stats: dict
+    sides: list[str] | None = None  # the split of each key given (in their order, repeats included)
+    roots: list[str] | None = None  # the group id of each key given
+
+
+def connected(n: int, a, b):
+    """Connected components of an undirected graph on nodes 0..n-1 with edges (a[i], b[i]) (numpy integer arrays):
+    each node's label is the smallest node of its component. Min-label hooking with pointer jumping, in numpy (no
+    scipy: it is not a core dependency); a few passes for the small components splits and duplicates make."""
+    import numpy as np
+
+    label = np.arange(n, dtype=np.int64)
+    if not len(a):
+        return label
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:  # every label is a node of the same component no larger than the node: jump to its label
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
+def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
+    """(distinct keys as an Arrow array, each row's distinct-key index, each row's root index, each distinct key's
+    rank in key order): connected components of the links over the keys, each named by its smallest key (what
+    `validators.data.dedup.UnionFind` gives), computed over integer ids (Arrow and numpy, no per-key Python)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    enc = pa.array(keys, pa.string()).dictionary_encode()
+    uniq = enc.dictionary
+    row_id = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n = len(uniq)
+    # rank of each distinct key in key order (Arrow sorts strings by UTF-8 bytes: code point order, as Python does)
+    by_key = pc.sort_indices(uniq).to_numpy()
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_key] = np.arange(n)
+    pairs = list(links)
+    if pairs:
+        ends = [pc.index_in(pa.array([p[e] for p in pairs], pa.string()), value_set=uniq) for e in (0, 1)]
+        if any(x.null_count for x in ends):
+            raise KeyError("a link names a key that is not split")
+        a, b = (x.to_numpy(zero_copy_only=False).astype(np.int64) for x in ends)
+        label = connected(n, a, b)
+        smallest = np.full(n, n, dtype=np.int64)
+        np.minimum.at(smallest, label, rank)
+        root = by_key[smallest[label]]  # the distinct key of the smallest rank in each one's component
+    else:
+        root = np.arange(n)
+    return uniq, row_id, root[row_id], rank
+
+
+def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tuple[str, str]],
+                  ratios: dict[str, float]) -> SplitResult:
+    import numpy as np
+
+    uniq, row_id, row_root, rank = _components(keys, links)
+    n_rows = len(row_id)
+    size_of = np.bincount(row_root, minlength=len(uniq)) if n_rows else np.zeros(0, dtype=np.int64)
+    # a group's cell is its smallest key's (the first such row); groups in order of first appearance
+    order = np.lexsort((np.arange(n_rows), rank[row_id], row_root)) if n_rows else np.zeros(0, dtype=np.int64)
+    first_of_root = order[np.concatenate(([True], row_root[order][1:] != row_root[order][:-1]))] if n_rows else order
+    gids_idx = row_root[first_of_root]
+    names = uniq.take(gids_idx).to_pylist() if n_rows else []
+    gid_cells = [cells[i] for i in first_of_root.tolist()]
+    sizes = size_of[gids_idx].tolist()
+    gid_ids = gids_idx.tolist()
+    # cell by cell (ranks of the sorted distinct cells), then by the hash of the group id (digest bytes sort as
+    # their hex does)
+    cell_rank = {c: r for r, c in enumerate(sorted(set(gid_cells)))}
+    digests = np.array([hashlib.sha256(g.encode()).digest() for g in names], dtype="S32")
+    by_order = np.lexsort((digests, np.array([cell_rank[c] for c in gid_cells], dtype=np.int64))).tolist()
+    inf = float("-inf")
+    r0, r1, r2 = (ratios.get(s, 0.0) for s in SPLITS)
+    t0 = t1 = t2 = 0
+    side = np.zeros(len(uniq), dtype=np.int8)
+    n_total = 0
+    cell = None
+    c0 = c1 = c2 = n_cell = 0
+    # cell by cell, groups in the order of a hash of their id: the split furthest below its share (in the cell and
+    # overall) wins, the earlier one on a tie
+    for g in by_order:
+        if gid_cells[g] != cell:
+            cell = gid_cells[g]
+            c0 = c1 = c2 = n_cell = 0
+        size = sizes[g]
+        nc, nt = n_cell + size, n_total + size
+        d0 = inf if r0 <= 0 else (r0 * nc - c0) + (r0 * nt - t0)
+        d1 = inf if r1 <= 0 else (r1 * nc - c1) + (r1 * nt - t1)
+        d2 = inf if r2 <= 0 else (r2 * nc - c2) + (r2 * nt - t2)
+        if d1 > d0 and d1 >= d2:
+            side[gid_ids[g]] = 1
+            c1 += size
+            t1 += size
+        elif d2 > d0 and d2 > d1:
+            side[gid_ids[g]] = 2
+            c2 += size
+            t2 += size
+        else:
+            c0 += size
+            t0 += size
+        n_cell, n_total = nc, nt
+    sides = [SPLITS[j] for j in side[row_root].tolist()]
+    roots = uniq.take(row_root).to_pylist() if n_rows else []
+    assignment = dict(zip(keys, sides))
+    groups = dict(zip(keys, roots))
+    return SplitResult(assignment, groups, {"groups": len(names), "multi_record_groups": sum(1 for n in sizes if n > 1),
+                                            "largest_group": max(sizes, default=0)}, sides, roots)

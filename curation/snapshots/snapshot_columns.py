@@ -1,0 +1,149 @@
+"""A snapshot's examples as one Arrow table, built column by column (issue 29: the columnar freeze).
+
+Most records of a large store take the common path (accepted, validated, no verdict, no review row): the store
+hands them over as columns (`Store.plain_usable`: canonical JSON texts, the prompt as Arrow structs, a few JSON
+paths), so no record is decoded whole. Their example key is hashed from those canonical texts (the bytes
+`example_key("sft", messages, completion)` hashes), and their labels and cell are computed once per distinct
+combination of the values the labels read (for plans: the input's lang/type/complexity, the meta's lang and
+taxonomy renames, the output's task categories and length), by the same `curation.selection.labels` functions. Any other
+record (reviewed, corrected, odd output) and every preference row goes through the `Example` objects of
+`snapshot_examples` and joins the same table, in record id order (the order the near-duplicate grouping reads).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mashbill.curation.selection.labels import cell_name, class_list, classification_label, labels_of
+from mashbill.curation.snapshots.snapshot_format import MESSAGE
+from mashbill.hashing import canonical_json
+
+EXAMPLES = pa.schema([
+    ("key", pa.string()), ("record_id", pa.string()), ("row_kind", pa.string()), ("spec", pa.string()),
+    ("source", pa.string()), ("rule", pa.string()), ("query", pa.string()), ("lang", pa.string()),
+    ("labels", pa.string()), ("cell", pa.string()), ("class_labels", pa.list_(pa.string())),
+    ("prompt", pa.list_(MESSAGE)), ("completion", pa.string()), ("rejected", pa.string()),
+    ("rejected_codes", pa.list_(pa.string())), ("turns", pa.list_(MESSAGE)),
+    ("links", pa.list_(pa.string())),  # other keys this example must share a split with
+    ("inputs", pa.string()),  # the record's input as JSON text (decoded for curation.group_by), not written
+])
+
+# the JSON paths the plain path reads (names are Store.plain_usable column names)
+QUERY_PATH = ("q", "input", "$.query")
+PLAN_PATHS = (("in_lang", "input", "$.lang"), ("in_type", "input", "$.type"), ("in_cx", "input", "$.complexity"),
+              ("me_lang", "meta", "$.lang"), ("me_renamed", "meta", "$.taxonomy_renamed"),
+              ("out_cats", "output", "$[*].category"))
+PLAN_DIMS = {"category", "categories", "complexity", "lang", "n_tasks", "type"}
+
+
+def paths_for(kind: str, dims: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
+    return (QUERY_PATH, *PLAN_PATHS) if projected(kind, dims) else (QUERY_PATH,)
+
+
+def projected(kind: str, dims: Sequence[str]) -> bool:
+    """Whether labels of `kind` over `dims` are computed from PLAN_PATHS (else from each decoded record)."""
+    return kind == "plan" and set(dims) <= PLAN_DIMS
+
+
+def from_examples(examples: Sequence) -> pa.Table:
+    """`snapshot_examples.Example` objects as EXAMPLES rows."""
+    cols = {"key": [e.key for e in examples], "record_id": [e.record_id for e in examples],
+            "row_kind": [e.row_kind for e in examples], "spec": [e.spec for e in examples],
+            "source": [e.source for e in examples], "rule": [e.rule for e in examples],
+            "query": [e.query for e in examples], "lang": [e.lang for e in examples],
+            "labels": [canonical_json(e.labels) for e in examples], "cell": [e.cell for e in examples],
+            "class_labels": [e.class_labels for e in examples], "prompt": [e.prompt for e in examples],
+            "completion": [e.completion for e in examples], "rejected": [e.rejected for e in examples],
+            "rejected_codes": [e.rejected_codes for e in examples], "turns": [e.turns for e in examples],
+            "links": [e.group_links for e in examples], "inputs": [canonical_json(e.inputs) for e in examples]}
+    return pa.table({f.name: pa.array(cols[f.name], f.type) for f in EXAMPLES}, schema=EXAMPLES)
+
+
+def _json_string(text: str) -> str:
+    # canonical_json(text) for a canonical JSON text: it holds no control character, so only \ and " are escaped
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _label_facts(kind: str, dims: list[str], inputs: dict, output, meta: dict) -> tuple[str, str, list[str], str]:
+    """(labels as canonical JSON, cell, class labels, lang) of one record, as snapshot_examples.sft_examples
+    computes them."""
+    labels = labels_of(dims, kind, inputs, output, meta)
+    lang = labels.get("lang") or inputs.get("lang") or meta.get("lang") or "none"
+    return (canonical_json(labels), cell_name(labels, dims), class_list(classification_label(kind, output, meta)),
+            lang)
+
+
+def _loads(text: str | None):
+    return None if text is None else json.loads(text)
+
+
+def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inputs: bool = True) -> pa.Table:
+    """EXAMPLES rows of the plain records (`Store.plain_usable` columns with `paths_for(kind, dims)`); without
+    `inputs` (no curation.group_by to read them) their inputs column is left empty."""
+    n = plain.num_rows
+    outputs = pc.fill_null(plain.column("output"), "null").to_pylist()  # canonical_json(None) for no output
+    messages = plain.column("messages").to_pylist()
+    keys = [hashlib.sha256(('["sft",' + m + "," + _json_string(o) + "]").encode()).hexdigest()
+            for m, o in zip(messages, outputs)]
+    del messages
+    queries = ["" if q is None else json.loads(q) for q in plain.column("q").to_pylist()]  # input.get("query", "")
+    facts: list[tuple] = [None] * n
+    if projected(kind, dims):
+        # the labels read only these values (see PLAN_PATHS): one computation per distinct combination
+        cols = [plain.column(name).to_pylist() for name, _, _ in PLAN_PATHS[:5]]
+        cats = plain.column("out_cats").to_pylist()
+        types = plain.column("output_type").to_pylist()
+        lens = plain.column("output_len").to_pylist()
+        seen: dict[tuple, tuple] = {}
+        inputs_col = meta_col = None
+        for i in range(n):
+            if types[i] != "ARRAY":  # not a list of tasks: decoded whole below
+                continue
+            sig = (cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], cats[i], lens[i])
+            f = seen.get(sig)
+            if f is None:
+                inputs = {k: json.loads(v) for k, v in zip(("lang", "type", "complexity"), sig[:3]) if v is not None}
+                meta = {k: json.loads(v) for k, v in zip(("lang", "taxonomy_renamed"), sig[3:5]) if v is not None}
+                tasks = [{"category": c} for c in json.loads(sig[5])]
+                output = tasks + [None] * (sig[6] - len(tasks))  # the tasks without a category key, as non-dicts
+                f = seen[sig] = _label_facts(kind, dims, inputs, output, meta)
+            facts[i] = f
+    rest = [i for i in range(n) if facts[i] is None]
+    if rest:
+        inputs_col, meta_col = plain.column("input"), plain.column("meta")
+        for i in rest:
+            facts[i] = _label_facts(kind, dims, json.loads(inputs_col[i].as_py()), _loads(outputs[i]),
+                                    json.loads(meta_col[i].as_py()))
+    labels, cells, classes, langs = zip(*facts) if n else ((), (), (), ())
+    none = pa.nulls(n, pa.string())
+    return pa.table({
+        "key": pa.array(keys, pa.string()), "record_id": plain.column("record_id"),
+        "row_kind": pa.array(["sft"] * n, pa.string()), "spec": pa.array([spec_ref] * n, pa.string()),
+        "source": pa.array(["teacher"] * n, pa.string()), "rule": none,
+        "query": pa.array(queries, pa.string()), "lang": pa.array(list(langs), pa.string()),
+        "labels": pa.array(list(labels), pa.string()), "cell": pa.array(list(cells), pa.string()),
+        "class_labels": pa.array(list(classes), pa.list_(pa.string())),
+        "prompt": plain.column("prompt").cast(pa.list_(MESSAGE)),
+        "completion": pa.array(outputs, pa.string()), "rejected": none,
+        "rejected_codes": pa.array([[]] * n, pa.list_(pa.string())), "turns": pa.nulls(n, pa.list_(MESSAGE)),
+        "links": pa.array([[]] * n, pa.list_(pa.string())),
+        "inputs": plain.column("input") if inputs else none,  # the stored JSON text
+    }, schema=EXAMPLES)
+
+
+def sft_table(objects: Sequence, plain: pa.Table | None, kind: str, dims: list[str], spec_ref: str,
+              inputs: bool = True) -> pa.Table:
+    """The SFT examples of a selection (`objects`: Examples of the records off the plain path) in record id
+    order."""
+    parts = [from_examples(objects)]
+    if plain is not None and plain.num_rows:
+        parts.append(plain_table(plain, kind, dims, spec_ref, inputs))
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    if len(parts) > 1 and parts[0].num_rows:
+        table = table.take(pc.sort_indices(table, [("record_id", "ascending")]))
+    return table

@@ -1,0 +1,98 @@
+"""ONNX parity against the PyTorch model on the snapshot's eval split, and latency with tokenization included.
+
+Parity: label agreement, accuracy of each against the snapshot's labels, the accuracy drop in points and the
+largest logit difference. Latency: batch 1, one request after another, at 1 and 2 threads, timed around the
+whole `OnnxPredictor.logits_one` call (Rust tokenizer + session), so the number is what a caller sees.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from mashbill.curation.snapshots.pull import rows_for
+from mashbill.exporters.runs import ExportError, Snapshot
+
+
+def labelled_texts(snapshot: Snapshot, split: str = "eval") -> tuple[list[str], list]:
+    """(texts, gold labels) of a split as the classification pull gives them (a list for multi-label kinds)."""
+    rows = rows_for("classification", snapshot.rows(split), snapshot.manifest["kind"])
+    texts = [r["text"] for r in rows]
+    gold = [sorted(r["labels"]) if "labels" in r else r["label"] for r in rows]
+    if not texts:
+        raise ExportError(f"snapshot {snapshot.manifest['ref']}: the {split} split holds no labelled rows")
+    return texts, gold
+
+
+def torch_logits(model, tokenizer, texts: list[str], max_length: int) -> np.ndarray:
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), 32):
+            enc = tokenizer(texts[start:start + 32], padding=True, truncation=True, max_length=max_length,
+                            return_tensors="pt")
+            out.append(model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits.numpy())
+    return np.concatenate(out)
+
+
+def _labels(logits: np.ndarray, id2label: dict, multi: bool) -> list:
+    if multi:
+        return [sorted(id2label[j] for j in np.nonzero(row > 0)[0]) for row in logits]
+    return [id2label[int(j)] for j in logits.argmax(-1)]
+
+
+def _accuracy(pred: list, gold: list) -> float:
+    return sum(p == g for p, g in zip(pred, gold)) / len(gold)
+
+
+def parity(reference: np.ndarray, candidate: np.ndarray, gold: list, id2label: dict, multi: bool) -> dict:
+    ref_l, cand_l = _labels(reference, id2label, multi), _labels(candidate, id2label, multi)
+    acc_ref, acc_cand = _accuracy(ref_l, gold), _accuracy(cand_l, gold)
+    return {"n": len(gold), "agreement": round(_accuracy(cand_l, ref_l), 4),
+            "accuracy_reference": round(acc_ref, 4), "accuracy": round(acc_cand, 4),
+            "accuracy_drop_points": round(100 * (acc_ref - acc_cand), 2),
+            "max_abs_logit_diff": round(float(np.abs(reference - candidate).max()), 5),
+            "disagreements": [i for i, (a, b) in enumerate(zip(ref_l, cand_l)) if a != b][:20]}
+
+
+def latency(predictor, texts: list[str], *, samples: int = 300, warmup: int = 20) -> dict:
+    """Per-request wall time in ms (p50/p95/p99, mean), cycling through `texts`."""
+    for i in range(warmup):
+        predictor.logits_one(texts[i % len(texts)])
+    times = np.empty(samples)
+    for i in range(samples):
+        t0 = time.perf_counter()
+        predictor.logits_one(texts[i % len(texts)])
+        times[i] = time.perf_counter() - t0
+    ms = times * 1000
+    p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+    return {"samples": samples, "p50_ms": round(float(p50), 3), "p95_ms": round(float(p95), 3),
+            "p99_ms": round(float(p99), 3), "mean_ms": round(float(ms.mean()), 3)}
+
+
+def onnx_report(model, tokenizer, paths: dict, snapshot: Snapshot, *, max_length: int = 64,
+                latency_samples: int = 300, threads: tuple[int, ...] = (1, 2)) -> dict:
+    """Parity of the fp32 and INT8 graphs against the PyTorch model, and their latency per thread count."""
+    from mashbill.exporters.predict import OnnxPredictor
+
+    texts, gold = labelled_texts(snapshot)
+    id2label = {int(k): v for k, v in model.config.id2label.items()}
+    multi = model.config.problem_type == "multi_label_classification"
+    reference = torch_logits(model, tokenizer, texts, max_length)
+    from mashbill.exporters.onnx.onnx_export import encoder_layers
+
+    report = {"split": "eval", "max_length": max_length, "tokenizer": "tokenizers (Rust), batch 1, included",
+              "encoder": encoder_layers(model.config),
+              "parity": {}, "latency": {}}
+    for name in ("fp32", "int8"):
+        pred = OnnxPredictor(paths[name], threads=1)
+        # batch 1, as deployed: dynamic INT8 scales depend on what shares a batch
+        candidate = np.concatenate([pred.logits_one(t) for t in texts])
+        report["parity"][name] = parity(reference, candidate, gold, id2label, multi)
+    for name in ("fp32", "int8"):
+        for t in threads:
+            pred = OnnxPredictor(paths[name], threads=t)
+            report["latency"][f"{name}_threads{t}"] = latency(pred, texts, samples=latency_samples)
+    return report

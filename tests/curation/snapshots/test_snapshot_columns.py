@@ -1,0 +1,124 @@
+"""The columnar freeze (issue 29) writes the bytes the row-by-row freeze wrote: the same stores frozen by this
+checkout and by the last revision before it (`git archive`, run in its own process), compared file by file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mashbill.curation.snapshots.snapshot import freeze, verify
+from mashbill.factory.records import Record, SpecRef
+from mashbill.factory.store import Store
+from mashbill.hashing import canonical_json
+from mashbill.specs import load_spec
+from tests.curation.conftest import SEEDS, add_records
+from tests.curation.revision import checkout, has_revision, same_snapshot
+from tests.curation.selection.test_select import decide
+
+BEFORE = "479ded1"  # the last commit with the row-by-row freeze
+
+
+OLD = """
+import json, sys
+import mashbill
+from mashbill.curation.snapshots.snapshot import freeze
+assert mashbill.__file__.startswith(sys.argv[1]), mashbill.__file__
+for spec, store, out, tokens in json.loads(sys.argv[2]):
+    freeze(spec, store_path=store, name="snap", version="1", out_dir=out, tokens=tokens)
+"""
+
+
+@pytest.fixture
+def stores(lib, tmp_path):
+    """(spec, store, tokens) cases: plans with validation and parse rejects, near duplicates and every kind of
+    review decision; the same store under quotas that cut and oversample, with paraphrase groups; labels over a
+    path (the decoded-record route); and an odd record (a non-list output) on the plain path."""
+    cases = []
+    spec = lib.write("plan-a", seeds=SEEDS)
+    rs = load_spec(spec)
+    with Store.open(tmp_path / "a") as store:
+        recs = {r.input["query"]: r for r in add_records(store, rs, parse_failures=(SEEDS[3][0],),
+                                                          rejected_by_validation={SEEDS[1][0]: "HR001"})}
+        q = [s[0] for s in SEEDS]
+        decide(store, recs[q[0]].id, "ann", "reject")
+        fixed = [{"task": "Compute it", "category": "precision_tools", "mcp_tool": "calculate",
+                  "mcp_args": {"expression": "7**5-1000"}}]
+        decide(store, recs[q[1]].id, "ann", "reject", corrected=fixed, valid=True)
+        decide(store, recs[q[2]].id, "ann", "accept")
+        decide(store, recs[q[5]].id, "ann", "accept")
+        decide(store, recs[q[5]].id, "bob", "reject")
+    cases.append((spec, tmp_path / "a", True))
+    quota = lib.write("plan-b", seeds=SEEDS, curation={"group_by": ["type"],
+                                                       "quotas": {"per_cell": 2, "min_per_cell": 0}})
+    with Store.open(tmp_path / "b") as store:
+        add_records(store, load_spec(quota))
+    cases.append((quota, tmp_path / "b", False))
+    over = lib.write("plan-c", seeds=SEEDS, curation={"quotas": {"dims": ["input.type", "lang"], "per_cell": 3,
+                                                                  "oversample": True}})
+    with Store.open(tmp_path / "c") as store:
+        add_records(store, load_spec(over))
+    cases.append((over, tmp_path / "c", False))
+    odd = lib.write("plan-d", seeds=SEEDS[:10])
+    rs = load_spec(odd)
+    plans = {s[0]: [{"task": "t", "category": "general"}] for s in SEEDS[:10]}
+    plans[SEEDS[4][0]] = {"category": "general", "complexity": "moderate"}  # an object, not a list of tasks
+    plans[SEEDS[6][0]] = [{"task": "ü \"q\" \\ \n", "category": 5}, "x", {"task": "y"}]  # odd tasks
+    with Store.open(tmp_path / "d") as store:
+        add_records(store, rs, plans=plans)
+    cases.append((odd, tmp_path / "d", False))
+    return cases
+
+
+@pytest.mark.skipif(not has_revision(BEFORE), reason=f"this clone lacks {BEFORE} (shallow)")
+def test_the_columnar_freeze_writes_the_bytes_the_row_freeze_wrote(stores, tmp_path):
+    pkg = checkout(BEFORE, tmp_path / "rev")
+    jobs = [(str(spec), str(store), str(tmp_path / f"old-{i}"), tokens)
+            for i, (spec, store, tokens) in enumerate(stores)]
+    env = {**os.environ, "PYTHONPATH": str(pkg)}
+    proc = subprocess.run([sys.executable, "-c", OLD, str(pkg), json.dumps(jobs)], env=env, capture_output=True,
+                          cwd=tmp_path, text=True, timeout=600)  # not the checkout: `-c` puts the cwd first
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for i, (spec, store, tokens) in enumerate(stores):
+        new = freeze(spec, store_path=store, name="snap", version="1", out_dir=tmp_path / f"new-{i}", tokens=tokens)
+        old = tmp_path / f"old-{i}" / "snap@1"
+        assert verify(new.path)["snapshot_id"] == json.loads((old / "manifest.json").read_text())["snapshot_id"], i
+        assert same_snapshot(old, new.path) == [], i
+    counts = [json.loads((tmp_path / f"new-{i}" / "snap@1" / "manifest.json").read_text()) for i in range(4)]
+    assert counts[0]["rejects"]["by_code"].keys() >= {"PARSE001", "REVIEW001", "REVIEW003"}
+    assert counts[0]["review"]["corrected"] == 1 and counts[0]["tokens"]["counted"] > 0
+    assert counts[1]["rejects"]["by_code"].get("BAL001")  # the quota cut something
+    assert counts[2]["cells"]["oversampled"] > 0
+
+
+def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
+    ref = SpecRef("p", 1, "h" * 64)
+    odd = {"b": [1, 2.5, -0.0, 1e-07, "q\"uo\\te, : "], "a": "x, y: z", "ü": "Ärger \n\t\u0001 \u2028 \U0001F600"}
+    # messages: plain strings (DuckDB's minified JSON), a control character DuckDB escapes in upper case and an
+    # extra numeric field (both the regular expression)
+    system = {"role": "system", "content": "Plan: «über» / \u2028 \\ \"q\", : " * 30}
+    msgs = [(system, {"role": "user", "content": "q0"}),
+            ({"role": "user", "content": "a\x0bb\x1f, : \\u000B"},), ({"role": "user", "content": "q2"},),
+            ({"role": "user", "content": "x", "n": 1.5e-07},), ({"role": "user", "content": "q4"},)]
+    recs = [Record(f"r{i}", "plan", {"query": f"q{i}", "lang": "en"}, odd if i == 1 else [{"category": "c"}], None,
+                   ref, "accepted", msgs[i], {"lang": "en"}) for i in range(5)]
+    with Store.open(tmp_path / "s") as s:
+        run = s.begin_run(spec_name="p", spec_version=1, spec_hash=ref.hash, kind="plan", backend="t", model="m",
+                          model_sha256=None, model_info=None, sampling={})
+        s.write_batch(run, recs, {}, [])
+        from mashbill.factory.records import Verdict
+
+        s.record_validation(spec_hash=ref.hash, source="t", counts={}, results={
+            "r0": [], "r1": [], "r2": [Verdict("F001", "flag", "z", "validate")], "r3": []})  # r4: never validated
+        plain, others = s.plain_usable(ref.hash, [("lang", "input", "$.lang")])
+    assert plain.column("record_id").to_pylist() == ["r0", "r1", "r3"] and others == ["r2", "r4"]
+    by_id = {r.id: r for r in recs}
+    for row in plain.to_pylist():
+        rec = by_id[row["record_id"]]
+        assert row["output"] == canonical_json(rec.output)
+        assert row["messages"] == canonical_json(list(rec.messages))
+        assert row["prompt"] == [{"role": m["role"], "content": m["content"]} for m in rec.messages]
+        assert json.loads(row["lang"]) == "en"

@@ -1,0 +1,37 @@
+"""The columnar split's leakage check answers as the validators' across_splits does."""
+
+from __future__ import annotations
+
+import random
+
+from mashbill.curation.selection.groups import normalized
+from mashbill.curation.selection.split import SPLITS, assign_splits
+from mashbill.curation.snapshots.snapshot_split import leakage
+from mashbill.validators.data.leakage import across_splits
+
+
+def test_leakage_counts_what_across_splits_counts():
+    rng = random.Random(7)
+    texts = ["What is 7-3?", "what is 7 - 3", "", None, "Ärger über ÄRGER", "ärger uber ärger", "km/h", "KM/H"]
+    for trial in range(40):
+        n = rng.randint(1, 30)
+        keys = [f"k{rng.randint(0, n)}" for _ in range(n)]  # repeats: two rows of one key
+        queries = [rng.choice(texts) for _ in keys]
+        roots = [f"g{rng.randint(0, 5)}" for _ in keys]
+        side_of = {k: rng.choice(SPLITS) for k in keys}
+        group_of = {}
+        for k, g in zip(keys, roots):
+            group_of.setdefault(k, g)
+        roots = [group_of[k] for k in keys]  # rows of one key share its group and side, as in a split
+        sides = [side_of[k] for k in keys]
+        norms = normalized(queries)
+        want = across_splits(side_of, dict(zip(keys, queries)), group_of, dict(zip(keys, norms)))
+        assert leakage(keys, sides, roots, queries, norms) == want, trial
+
+
+def test_assign_splits_gives_rows_their_sides_and_groups():
+    keys = ["b", "a", "c", "b", "d"]
+    res = assign_splits(keys, ["x"] * 5, [("c", "d")], {"train": 0.6, "eval": 0.2, "test": 0.2})
+    assert res.sides == [res.assignment[k] for k in keys]
+    assert res.roots == [res.groups[k] for k in keys] and res.groups["d"] == "c"
+    assert res.stats["multi_record_groups"] == 2  # b twice, and c with d

@@ -1,0 +1,34 @@
+"""The trainer facts a snapshot records come from a cache only while what they depend on is unchanged."""
+
+from __future__ import annotations
+
+from mashbill.curation.snapshots.tokens import _training_facts, training_facts
+from mashbill.specs.model import TrainerProfile
+from mashbill.validators.tokenizers.tokenizer import CHATML_GENERATION
+
+
+def test_cached_training_facts_equal_fresh_ones_and_follow_the_template_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("MASHBILL_CACHE", str(tmp_path / "cache"))
+    tmpl = tmp_path / "chat.jinja"
+    tmpl.write_text(CHATML_GENERATION, encoding="utf-8")
+    profile = TrainerProfile(chat_template=str(tmpl), max_seq_len=512, loss="last-turn")
+    fresh = _training_facts(profile, tmp_path)
+    assert fresh[0]["tokenizer_sha256"] and "chat_template_note" not in fresh[0]
+    assert training_facts(profile, tmp_path) == fresh  # computed, then cached
+    [entry] = (tmp_path / "cache" / "training-facts").iterdir()
+    assert training_facts(profile, tmp_path) == fresh  # from the cache
+    entry.write_text("{broken", encoding="utf-8")  # a damaged entry is recomputed and rewritten, not trusted
+    assert training_facts(profile, tmp_path) == fresh and entry.read_text(encoding="utf-8").startswith('{"facts"')
+    tmpl.write_text(CHATML_GENERATION.replace("<|im_start|>", "<|im_start|> "), encoding="utf-8")
+    changed = training_facts(profile, tmp_path)  # a changed template file is a new key: computed again
+    assert changed == _training_facts(profile, tmp_path)
+    assert changed[0]["chat_template_sha256"] != fresh[0]["chat_template_sha256"]
+    assert len(list((tmp_path / "cache" / "training-facts").iterdir())) == 2
+
+
+def test_a_missing_tokenizer_is_noted_and_never_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("MASHBILL_CACHE", str(tmp_path / "cache"))
+    profile = TrainerProfile(tokenizer=str(tmp_path / "nowhere"))
+    facts, tmpl = training_facts(profile, tmp_path)
+    assert facts["tokenizer_sha256"] is None and "not found" in facts["chat_template_note"] and tmpl is None
+    assert not (tmp_path / "cache" / "training-facts").exists()

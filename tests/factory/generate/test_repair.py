@@ -1,0 +1,142 @@
+"""Repair with the verdict (factory.generate.repair), through `mashbill generate` against the fault server: the conversation
+goes on with the verdicts stated, every attempt is stored, the record holds the last one, the guard stops a teacher
+that never fixes a code (exit 3), and a bad repair section stops `spec check` with file, line and field."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from teacher_helpers import lock_spec, run_cli, sql, tag
+
+REPAIR_MARK = "was rejected (repair"
+REPAIR_MARK_DE = "wurde abgelehnt (Korrektur"
+
+
+def _with_repair(path, repair: dict):
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["repair"] = repair
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return lock_spec(path)
+
+
+def _repair_turn(key: str) -> int | None:
+    """The repair number a request asks for (None for a first answer)."""
+    for mark in (REPAIR_MARK, REPAIR_MARK_DE):
+        if mark in key:
+            return int(key.split(mark, 1)[1].split()[0])
+    return None
+
+
+def test_a_rejected_record_is_repaired_with_its_verdict_and_every_attempt_is_stored(write_spec, fault_server, tmp_path):
+    # even seeds answer against the schema first, then right once told; odd seeds are right at once
+    def schedule(key, attempt):
+        t = tag(key)
+        return "schema" if t is not None and t % 2 == 0 and _repair_turn(key) is None else None
+
+    server = fault_server(schedule=schedule)
+    seeds = [{"query": f"q{i:03d} What is {i}% of 2840?", "lang": "de" if i == 2 else "en"} for i in range(6)]
+    spec = _with_repair(write_spec(seeds=seeds, runtime={"concurrency": 1, "batch_size": 2}),
+                        {"max_attempts": 2, "codes": ["SCHEMA001"]})
+    store = tmp_path / "store"
+    out = run_cli("generate", spec, "--store", store, "--base-url", server.url, "--no-progress", "--json", check=True)
+    summary = json.loads(out.stdout)
+    assert summary["accepted"] == 6 and summary["rejected"] == 0
+    # the repair turns the server saw state the code, its meaning and its detail, in the request's language
+    repairs = [k for k, _, _ in server.log if _repair_turn(k) is not None]
+    assert len(repairs) == 3
+    assert all("- SCHEMA001 (" in k for k in repairs)
+    assert sum(REPAIR_MARK_DE in k for k in repairs) == 1 and sum("does not match the spec's output schema" in k
+                                                                   for k in repairs) == 2
+    # every attempt stored: first answers once each, repairs only for the even seeds, nothing overwritten
+    rows = sql(store, "SELECT r.input, a.attempt, a.repairs, a.status, a.feedback IS NULL, a.verdicts "
+                      "FROM record_attempts a JOIN records r USING (record_id) ORDER BY r.input, a.attempt")
+    assert len(rows) == 9
+    for inp, attempt, repairs_, status, no_feedback, verdicts in rows:
+        even = tag(json.loads(inp)["query"]) % 2 == 0
+        if attempt == 1:
+            assert repairs_ is None and no_feedback and status == ("rejected" if even else "accepted")
+            assert ("SCHEMA001" in verdicts) == even
+        else:
+            assert even and attempt == 2 and repairs_ == 1 and not no_feedback and status == "accepted"
+    # the record that counts is the last attempt, and it is what the record row holds
+    assert sql(store, "SELECT count(*) FROM records r JOIN record_attempts a USING (record_id) WHERE a.attempt = "
+                      "(SELECT max(attempt) FROM record_attempts b WHERE b.record_id = r.record_id) "
+                      "AND a.raw = r.raw AND a.status = r.status")[0][0] == 6
+    # teacher calls carry their turn; accounting: repair success per code and teacher cost per accepted record
+    assert sql(store, "SELECT turn, count(*) FROM teacher_calls WHERE record_id IN (SELECT record_id FROM records) "
+                      "GROUP BY turn ORDER BY turn") == [(1, 6), (2, 3)]
+    [(stats,)] = sql(store, "SELECT stats FROM runs")
+    stats = json.loads(stats)
+    assert stats["repair"] == {"turns": 3, "repaired": 3,
+                               "by_code": {"SCHEMA001": {"tried": 3, "fixed": 3, "rate": 1.0}}}
+    assert stats["teacher_s_per_accepted"] > 0 and stats["tokens_per_accepted"] >= 0
+    assert summary["repair"] == stats["repair"] and summary["teacher_s_per_accepted"] > 0  # generate --json too
+
+
+def test_a_teacher_that_never_fixes_a_code_stops_being_asked(write_spec, fault_server, tmp_path):
+    server = fault_server(schedule=lambda key, attempt: "schema" if tag(key) is not None or _repair_turn(key) else None)
+    spec = _with_repair(write_spec(n=30, runtime={"concurrency": 1, "batch_size": 1}),
+                        {"max_attempts": 3, "codes": ["SCHEMA001"], "guard": {"window": 4, "min_fix_rate": 0.5}})
+    store = tmp_path / "store"
+    proc = run_cli("generate", spec, "--store", store, "--base-url", server.url, "--no-progress")
+    assert proc.returncode == 3, proc.stderr
+    assert "repair guard" in proc.stderr and "SCHEMA001" in proc.stderr
+    # the guard tripped on the 4th unfixed repair: no repair was asked after it, and the run stopped there
+    assert len([k for k, _, _ in server.log if _repair_turn(k)]) == 4
+    [(detail,)] = sql(store, "SELECT detail FROM events WHERE kind = 'repair_guard'")
+    assert json.loads(detail)["code"] == "SCHEMA001" and json.loads(detail)["fix_rate"] == 0
+    assert sql(store, "SELECT status FROM runs") == [("aborted",)]
+    # what was asked is stored: every attempt of the records the run finished
+    asked = len([k for k, _, _ in server.log if tag(k) is not None or _repair_turn(k)])
+    assert sql(store, "SELECT count(*) FROM record_attempts")[0][0] == asked
+
+
+def test_skip_stops_repairing_the_code_and_the_run_goes_on(write_spec, fault_server, tmp_path):
+    server = fault_server(schedule=lambda key, attempt: "schema" if tag(key) is not None or _repair_turn(key) else None)
+    spec = _with_repair(write_spec(n=12, runtime={"concurrency": 1, "batch_size": 3}),
+                        {"max_attempts": 1, "codes": ["SCHEMA001"],
+                         "guard": {"window": 3, "min_fix_rate": 0.5, "action": "skip"}})
+    store = tmp_path / "store"
+    proc = run_cli("generate", spec, "--store", store, "--base-url", server.url, "--no-progress", check=True)
+    assert "completed" in proc.stdout
+    assert len([k for k, _, _ in server.log if _repair_turn(k)]) == 3
+    assert sql(store, "SELECT count(*), count(*) FILTER (status = 'rejected') FROM records")[0] == (12, 12)
+
+
+def test_a_bad_repair_section_stops_spec_check_with_file_line_and_field(write_spec, tmp_path):
+    spec = write_spec()
+    for repair, field, words in (({"max_attempts": 2, "codes": ["NOPE123"]}, "repair.codes.0", "unknown code"),
+                                 ({"max_attempts": 2, "codes": ["PLAN003", "DUP001"]}, "repair.codes.1",
+                                  "not repairable"),
+                                 ({"max_attempts": 2, "codes": ["HR005"]}, "repair.codes.0", "not a reject"),
+                                 ({"max_attempts": 0, "codes": ["PLAN003"]}, "repair.max_attempts", "greater than")):
+        _with_repair(spec, repair)
+        proc = run_cli("spec", "check", spec)
+        assert proc.returncode == 1, proc.stdout
+        line = next(x for x in proc.stdout.splitlines() if x.startswith("FAIL"))
+        assert f"{spec}:" in line and f"field '{field}'" in line and words in line, line
+        lineno = int(line.split(f"{spec}:", 1)[1].split(":")[0])
+        key = field.split(".")[1]
+        text = spec.read_text(encoding="utf-8").splitlines()
+        assert key in text[lineno - 1] or text[lineno - 1].strip().startswith("-"), (lineno, text[lineno - 1])
+        # generate refuses it too, before any run exists (exit 2, one line)
+        gen = run_cli("generate", spec, "--store", tmp_path / "s", "--base-url", "http://127.0.0.1:9/v1",
+                      "--no-progress")
+        assert gen.returncode == 2 and field in gen.stderr and "Traceback" not in gen.stderr
+
+
+def test_merged_shards_keep_every_attempt_once(write_spec, fault_server, tmp_path):
+    from test_shards_merge import shards
+
+    server = fault_server(schedule=lambda key, attempt: "schema" if tag(key) is not None and tag(key) % 2 == 0 else None)
+    spec = _with_repair(write_spec(n=12), {"max_attempts": 1, "codes": ["SCHEMA001"]})
+    full = tmp_path / "full"
+    run_cli("generate", spec, "--store", full, "--base-url", server.url, "--no-progress", check=True)
+    parts = shards(spec, tmp_path, server.url, n=2)
+    out = tmp_path / "merged"
+    for _ in range(2):  # a second merge adds nothing
+        run_cli("merge", out, *parts, check=True)
+    query = "SELECT record_id, attempt, sample, status, raw, feedback FROM record_attempts ORDER BY 1, 2"
+    assert sql(out, query) == sql(full, query) and len(sql(full, query)) == 12 + 6

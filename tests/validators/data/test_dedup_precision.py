@@ -1,0 +1,90 @@
+"""Near-duplicate precision: LSH candidates are confirmed on the exact shingle sets, so distinct short queries that
+the one-permutation estimate put at >= 0.8 are no longer DUP002 (nor leaks, nor one split group). The pairs are
+real queries of shared/data/queries-dev that the estimate-only rule got wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mashbill.curation.selection.groups import near_duplicate_clusters
+from mashbill.validators.data.dedup import dedup, estimate, near_pairs, normalize, signatures
+from mashbill.validators.data.leakage import HoldoutItem, leakage
+
+# distinct queries the estimate put at >= 0.8 (exact Jaccard of character 5-grams 0.45 to 0.76)
+DISTINCT = [
+    ("alarm", "alarms"),
+    ("fix an alarm", "set an alarm"),
+    ("decrease the volume", "increase the volume"),
+    ("can you please shut up", "would you please shut up"),
+    ("control lights turn off room lights", "turn off room lights"),
+    ("1234 rankine in fahrenheit", "84856 rankine in fahrenheit"),
+]
+# true near duplicates (exact Jaccard >= 0.8), the last three with an estimate below 0.8 (missed before)
+NEAR = [
+    ("0 celsius in fahrenheit", "7 celsius in fahrenheit"),
+    ("1/1/2012 plus 1 day", "1/1/2012 plus 1 days"),
+    ("3 days ago+1 second", "3 days ago+1 seconds"),
+    ("i can t stop eating what can i do", "i just can t stop eating what can i do"),
+    ("can you check and confirm my last command please", "check and confirm my last command please"),
+]
+
+
+def _jaccard(a: str, b: str, k: int = 5) -> float:
+    def sh(t):
+        t = normalize(t).ljust(k)
+        return {t[i:i + k] for i in range(len(t) - k + 1)}
+
+    x, y = sh(a), sh(b)
+    return len(x & y) / len(x | y)
+
+
+def _est(a: str, b: str) -> float:
+    return float(estimate(signatures([normalize(a), normalize(b)]), np.array([[0, 1]]))[0])
+
+
+def test_the_pairs_are_what_they_claim():
+    """Guards the fixtures: the distinct pairs fool the estimate, the near pairs are near, three missed by it."""
+    for a, b in DISTINCT:
+        assert _jaccard(a, b) < 0.8 <= _est(a, b), (a, b)
+    for a, b in NEAR:
+        assert _jaccard(a, b) >= 0.8, (a, b)
+    assert [_est(a, b) < 0.8 for a, b in NEAR[2:]] == [True, True, True]
+
+
+def test_distinct_short_queries_are_not_near_duplicates_and_true_ones_are(ruleset):
+    cfg = ruleset.checks.dedup
+    texts = [t for pair in DISTINCT + NEAR for t in pair]
+    keys = [f"q{i}" for i in range(len(texts))]
+    res = dedup(keys, texts, cfg)
+    flagged = {k for k, vs in res.verdicts.items() if any(v.code == cfg.near_code for v in vs)}
+    assert flagged == {f"q{2 * i + 1}" for i in range(len(DISTINCT), len(DISTINCT) + len(NEAR))}
+    detail = res.verdicts[f"q{2 * len(DISTINCT) + 1}"][0].detail
+    assert f"Jaccard {_jaccard(*NEAR[0]):.2f}" in detail and f"kept q{2 * len(DISTINCT)}" in detail
+
+
+def test_near_pairs_reports_exact_jaccard():
+    norms = [normalize(t) for pair in DISTINCT + NEAR for t in pair]
+    pairs, sims = near_pairs(norms, 0.8)
+    want = {(2 * i, 2 * i + 1) for i in range(len(DISTINCT), len(DISTINCT) + len(NEAR))}
+    assert {tuple(p) for p in pairs.tolist()} == want
+    for (a, b), s in zip(pairs.tolist(), sims.tolist()):
+        assert s == pytest.approx(_jaccard(norms[a], norms[b]))
+
+
+def test_split_groups_and_leakage_get_the_same_answer(ruleset):
+    texts = [t for pair in DISTINCT + NEAR for t in pair]
+    clusters = near_duplicate_clusters(texts, 0.8)
+    same = [clusters[2 * i] == clusters[2 * i + 1] for i in range(len(DISTINCT) + len(NEAR))]
+    assert same == [False] * len(DISTINCT) + [True] * len(NEAR)
+    # each pair's first text is a holdout item, the second a training record; at dedup's threshold (the rule set's
+    # leakage threshold is a stricter 0.7) no distinct pair leaks by Jaccard, every near pair leaks
+    cfg = ruleset.checks.leakage.model_copy(update={"threshold": 0.8})
+    hold = [HoldoutItem(f"bench:{i}", a) for i, (a, _) in enumerate(DISTINCT + NEAR)]
+    train = [b for _, b in DISTINCT + NEAR]
+    verdicts, _ = leakage([f"t{i}" for i in range(len(train))], train, hold, cfg, ruleset.checks.dedup)
+    by_jaccard = {k for k, vs in verdicts.items() if any("Jaccard" in v.detail for v in vs)}
+    assert not by_jaccard & {f"t{i}" for i in range(len(DISTINCT))}
+    # containment (a query inside a longer one) is its own rule and may catch a pair first
+    assert {f"t{i}" for i in range(len(DISTINCT), len(DISTINCT) + len(NEAR))} <= set(verdicts)
+    assert {"t6", "t7", "t8"} <= by_jaccard

@@ -1,0 +1,9 @@
+"""Dataset-level checks: duplicates, leakage, personal data, expectations, foreign input files.
+
+- ``dedup``: Duplicates: exact after normalisation, and near duplicates as MinHash/LSH clusters with a ...
+- ``expectations``: Dataset-level expectations: a Great Expectations suite per kind, run on the records table.
+- ``inputs``: Reading datasets Mashbill did not make: TRL conversational JSONL, prompt/completion JSONL ...
+- ``leakage``: Leakage: no training record may be (nearly) the same as an item of the eval split or of a ...
+- ``pii``: Personal data in obvious forms: e-mail addresses, phone numbers, IBANs, personal names.
+- ``synthetic``: A synthetic corpus shaped like the reference's planner dataset, for benchmarks and tests.
+"""

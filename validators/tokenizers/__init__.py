@@ -1,0 +1,9 @@
+"""The trainer's tokenizer, offline, and the GGUF tokenizer rebuilt exactly as llama.cpp's.
+
+- ``gguf_file``: The one way Mashbill reads a GGUF file: `gguf.GGUFReader` (the gguf package of llama.cpp) ...
+- ``gguf_tokenizer``: The tokenizer a GGUF file describes, rebuilt so that it tokenizes exactly as llama.cpp does on
+  ...
+- ``llamacpp_vocab``: llama.cpp's own tokenizer for a GGUF file: the reference a tokenizer rebuilt from that file
+  ...
+- ``tokenizer``: Loading the trainer's tokenizer offline, and its chat template.
+"""
