@@ -24,8 +24,9 @@ class Placement:
         return self.local_rank in (-1, 0)
 
 
-def place(env: dict | None = None, threads: int | None = None) -> Placement:
-    """Set this process's device from LOCAL_RANK (torchrun, srun with our launcher) before any model load."""
+def place(env: dict | None = None, threads: int | None = None, *, return_memory: bool = False) -> Placement:
+    """Set this process's device from LOCAL_RANK (torchrun, srun with our launcher) before any model load. On the
+    CPU, `return_memory` also pins the allocator (`return_freed_memory`): the causal-LM trainers ask for it."""
     env = os.environ if env is None else env
     import torch
 
@@ -44,7 +45,8 @@ def place(env: dict | None = None, threads: int | None = None) -> Placement:
         torch.cuda.set_device(index)
         backend = "rocm" if getattr(torch.version, "hip", None) else "cuda"
         return Placement(f"cuda:{index}", local_rank, world, backend)
-    return_freed_memory()
+    if return_memory:
+        return_freed_memory()
     return Placement("cpu", local_rank, world, "cpu")
 
 
@@ -57,7 +59,9 @@ def return_freed_memory() -> bool:
     """Pin glibc's mmap threshold so that every tensor of 64 KiB or more gets its own mapping, returned to the
     system when freed. Left dynamic, glibc raises the threshold after each large free and serves the next large
     tensors from its heap, which it keeps: the quick-start DPO probe peaked at 9.3 GB that way and at 5.9 GB with
-    the threshold pinned (bench/RESULTS.md, issue 26). False where the C library is not glibc."""
+    the threshold pinned (bench/RESULTS.md, issue 26). It costs CPU: each such allocation is a fresh mapping
+    (about 10% on 2,000-token LoRA steps, 20-50% on loops of 1 MB tensors), so only the causal-LM trainers ask
+    for it, and it lasts for the process. False where the C library is not glibc."""
     import ctypes
     import ctypes.util
     import platform

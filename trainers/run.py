@@ -182,7 +182,8 @@ def train(config_ref: str | Path, *, method: str | None = None, stage: str = "st
         return result
     from mashbill.trainers.launcher import place
 
-    placement = place(threads=cfg.threads)  # before anything allocates on a device
+    # before anything allocates on a device; SFT and DPO hold long sequences, whose freed tensors must leave
+    placement = place(threads=cfg.threads, return_memory=cfg.method in ("sft", "dpo"))
     base, tok, data = _load_parts(pf)
     build = _builder(cfg.method)
     out_dir = Path(out) if out is not None else default_out(cfg.name)
