@@ -106,11 +106,16 @@ class TrainConfig(Strict):
     threads: int | None = Field(None, ge=1)
 
     @property
+    def causal_lm(self) -> bool:
+        """Does the method train a causal LM on long sequences (sft, dpo), not an encoder classifier?"""
+        return self.method in ("sft", "dpo")
+
+    @property
     def checkpointing(self) -> bool:
         """Gradient checkpointing as the run uses it: the config's choice, else on for sft and dpo."""
         if self.gradient_checkpointing is not None:
             return self.gradient_checkpointing
-        return self.method in ("sft", "dpo")
+        return self.causal_lm
 
     @property
     def sha256(self) -> str:

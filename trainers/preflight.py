@@ -108,7 +108,7 @@ def _tokenizer_of(cfg: TrainConfig, manifest_profile: dict, base_dir: Path):
 
     if cfg.profile.tokenizer:
         return load_tokenizer(cfg.profile.tokenizer, base_dir), cfg.profile.tokenizer
-    if cfg.method in ("sft", "dpo"):
+    if cfg.causal_lm:
         from mashbill.trainers.base_model import locate
 
         p = locate(cfg.base_model, base_dir)

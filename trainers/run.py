@@ -183,7 +183,7 @@ def train(config_ref: str | Path, *, method: str | None = None, stage: str = "st
     from mashbill.trainers.launcher import place
 
     # before anything allocates on a device; SFT and DPO hold long sequences, whose freed tensors must leave
-    placement = place(threads=cfg.threads, return_memory=cfg.method in ("sft", "dpo"))
+    placement = place(threads=cfg.threads, return_memory=cfg.causal_lm)
     base, tok, data = _load_parts(pf)
     build = _builder(cfg.method)
     out_dir = Path(out) if out is not None else default_out(cfg.name)
