@@ -20,6 +20,19 @@ import shlex
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+@dataclass(frozen=True)
+class Site:
+    """A cluster's defaults, written once for the generate array and the training chain (and their CLI options)."""
+    partition: str
+    image: str
+    binds: str
+    gcds_per_node: int
+
+
+# LUMI-G: MI250X nodes of 8 GCDs, the multitorch container, the file systems a job sees.
+LUMI = Site(partition="standard-g", image="lumi-multitorch-latest.sif", binds="/pfs,/scratch,/projappl,/flash",
+            gcds_per_node=8)
+
 # The environment every GPU task gets on LUMI-G (MI250X: 8 GCDs per node), as the reference's jobs set it.
 ROCM_ENV = {
     "ROCR_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7",
@@ -42,10 +55,8 @@ def model_size_b(model: str) -> float | None:
 
 def tensor_parallel_for(size_b: float | None) -> int:
     """TP by model size: >= 70B -> 8 GCDs, 30-35B (up to 70B) -> 4, smaller -> 2 (the reference's rule)."""
-    if size_b is None:
-        return 8
-    if size_b >= 70:
-        return 8
+    if size_b is None or size_b >= 70:
+        return LUMI.gcds_per_node
     if size_b >= 30:
         return 4
     return 2
@@ -60,13 +71,13 @@ class SlurmOptions:
     nodes: int
     store_root: str
     account: str | None = None
-    partition: str = "standard-g"
+    partition: str = LUMI.partition
     merge_partition: str = "small"
     time: str = "24:00:00"
     merge_time: str = "01:00:00"
-    tp: int = 8
-    image: str = "lumi-multitorch-latest.sif"
-    binds: str = "/pfs,/scratch,/projappl,/flash"
+    tp: int = LUMI.gcds_per_node
+    image: str = LUMI.image
+    binds: str = LUMI.binds
     port: int = 8000
     max_model_len: int = 4096
     concurrency: int = 48
@@ -98,7 +109,7 @@ def render_slurm(o: SlurmOptions) -> dict[str, str]:
 {account}#SBATCH --partition={o.partition}
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=1
-#SBATCH --gpus-per-node=8
+#SBATCH --gpus-per-node={LUMI.gcds_per_node}
 #SBATCH --cpus-per-task=56
 #SBATCH --mem=480G
 #SBATCH --time={o.time}

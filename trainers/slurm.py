@@ -22,9 +22,9 @@ import json
 import shlex
 from dataclasses import dataclass
 
-from mashbill.factory.slurm import ROCM_ENV
+from mashbill.factory.slurm import LUMI, ROCM_ENV
 
-GCDS_PER_NODE = 8
+GCDS_PER_NODE = LUMI.gcds_per_node
 ZERO2 = {
     "zero_optimization": {"stage": 2, "allgather_partitions": True, "allgather_bucket_size": 2e8,
                           "overlap_comm": True, "reduce_scatter": True, "reduce_bucket_size": 2e8,
@@ -52,10 +52,10 @@ class TrainSlurmOptions:
     nodes: int = 1
     jobs: int = 6
     account: str | None = None
-    partition: str = "standard-g"
+    partition: str = LUMI.partition
     time: str = "48:00:00"
-    image: str = "lumi-multitorch-latest.sif"
-    binds: str = "/pfs,/scratch,/projappl,/flash"
+    image: str = LUMI.image
+    binds: str = LUMI.binds
     mashbill: str = "mashbill"
     cpus_per_task: int = 7
     mem: str = "480G"
@@ -116,8 +116,8 @@ done
 
 
 def write_train_chain(config: str, *, out_dir, run_dir=None, store=None, nodes: int = 1, jobs: int = 6,
-                      account: str | None = None, partition: str = "standard-g", time: str = "48:00:00",
-                      image: str = "lumi-multitorch-latest.sif", mashbill: str = "mashbill") -> tuple[dict, list[str]]:
+                      account: str | None = None, partition: str = LUMI.partition, time: str = "48:00:00",
+                      image: str = LUMI.image, mashbill: str = "mashbill") -> tuple[dict, list[str]]:
     """Write the chain for CONFIG into out_dir after its preflight passed here; returns (paths, warnings)."""
     import stat
     from pathlib import Path

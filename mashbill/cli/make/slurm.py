@@ -12,6 +12,7 @@ import click
 
 from mashbill.cli._common import Group, echo_json, json_option, out, store_option
 from mashbill.errors import MashbillError
+from mashbill.factory.slurm import LUMI
 
 
 @click.group(cls=Group)
@@ -28,14 +29,14 @@ def command():
 @click.option("--store-root", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the shard stores, logs and the merged store [default: <out>/stores].")
 @click.option("--account", help="SLURM account (project), e.g. project_465000000.")
-@click.option("--partition", default="standard-g", show_default=True, help="SLURM partition of the GPU array tasks.")
+@click.option("--partition", default=LUMI.partition, show_default=True, help="SLURM partition of the GPU array tasks.")
 @click.option("--merge-partition", default="small", show_default=True,
               help="SLURM partition of the CPU job that merges the shard stores.")
 @click.option("--time", "time_limit", default="24:00:00", show_default=True, help="Wall-clock limit per array task.")
 @click.option("--model-size-b", type=float, help="Model size in billions, when the model name does not say.")
 @click.option("--tp", type=click.IntRange(1, 8), help="Tensor parallel size [default: by model size: >=70B 8, "
                                                       ">=30B 4, else 2].")
-@click.option("--image", default="lumi-multitorch-latest.sif", show_default=True, help="Singularity image with vLLM.")
+@click.option("--image", default=LUMI.image, show_default=True, help="Singularity image with vLLM.")
 @click.option("--port", default=8000, show_default=True, help="Port of the vLLM server on each node.")
 @click.option("--max-model-len", type=int, help="vLLM --max-model-len [default: the spec's teacher.n_ctx].")
 @click.option("--concurrency", type=click.IntRange(min=1), default=48, show_default=True,
@@ -116,9 +117,9 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
 @click.option("--jobs", type=click.IntRange(min=1), default=6, show_default=True,
               help="Jobs in the chain (afterany), each resuming from the newest checkpoint.")
 @click.option("--account", help="SLURM account (project), e.g. project_465000000.")
-@click.option("--partition", default="standard-g", show_default=True, help="SLURM partition of the training jobs.")
+@click.option("--partition", default=LUMI.partition, show_default=True, help="SLURM partition of the training jobs.")
 @click.option("--time", "time_limit", default="48:00:00", show_default=True, help="Wall-clock limit per job.")
-@click.option("--image", default="lumi-multitorch-latest.sif", show_default=True,
+@click.option("--image", default=LUMI.image, show_default=True,
               help="Singularity image with PyTorch.")
 @click.option("--mashbill", "mashbill_cmd", help="The mashbill executable on the nodes [default: this one].")
 @json_option(help='Print {"written": [files], "warnings", "submit"} as JSON.')
