@@ -36,8 +36,8 @@ def _ok(proc, what: str):
 
 # what the test runs for the README's train and export lines (each checked after it runs)
 TRAIN_EXPORT = [["train", "classify", "quickstart-classify", "--stage", "steps:60"],
-                ["train", "sft", "quickstart-sft", "--stage", "steps:3"],
-                ["train", "dpo", "quickstart-dpo", "--stage", "steps:2"],
+                ["train", "sft", "quickstart-sft", "--stage", "steps:2"],
+                ["train", "dpo", "quickstart-dpo", "--stage", "steps:1"],
                 ["export", "onnx", "./mashbill-runs/quickstart-classify", "--store", "./mashbill-data"],
                 ["export", "gguf", "./mashbill-runs/quickstart-sft", "--store", "./mashbill-data"],
                 ["eval", "./mashbill-runs/quickstart-classify", "--on", "yardstick:complexity"],
@@ -152,7 +152,7 @@ def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
         lineage = json.loads((cwd / "mashbill-runs" / run / "lineage.json").read_text(encoding="utf-8"))
         assert lineage["method"] == method and lineage["stage"].startswith("steps:")
     sft_metrics = json.loads((cwd / "mashbill-runs" / "quickstart-sft" / "metrics.json").read_text(encoding="utf-8"))
-    assert sft_metrics["global_step"] == 3
+    assert sft_metrics["global_step"] == 2
     # DPO on the quick start's preference snapshot: its pairs are the runtime prompt and two JSON plans
     [pref] = [s for s in snaps if s.startswith("quickstart-preference@")]
     pairs = _preference_pairs(cwd / "mashbill-data" / "snapshots", pref)
@@ -160,9 +160,9 @@ def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
     dpo_run = cwd / "mashbill-runs" / "quickstart-dpo"
     assert (dpo_run / "adapter" / "adapter_config.json").is_file()
     lineage = json.loads((dpo_run / "lineage.json").read_text(encoding="utf-8"))
-    assert lineage["method"] == "dpo" and lineage["stage"] == "steps:2"
+    assert lineage["method"] == "dpo" and lineage["stage"] == "steps:1"
     assert lineage["snapshot"]["id"] == pairs  # the run names the snapshot it trained on
-    assert json.loads((dpo_run / "metrics.json").read_text(encoding="utf-8"))["global_step"] == 2
+    assert json.loads((dpo_run / "metrics.json").read_text(encoding="utf-8"))["global_step"] == 1
 
     # export
     _ok(run_cli(*TRAIN_EXPORT[3], cwd=cwd, timeout=1200), "export onnx")
