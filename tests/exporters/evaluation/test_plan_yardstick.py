@@ -183,3 +183,16 @@ def test_right_plans_are_counted_among_a_stores_accepted_records(tmp_path, rows)
     assert (res["accepted"], res["right"], res["precision"]) == (2, 1, 0.5)  # the rejected right plan is not counted
     assert res["verdicts"] == {"r0": [], "r1": ["missing category general", "unexpected category creative_writer"]}
     assert res["wrong_by"] == {"missing category": 1, "unexpected category": 1}
+
+
+def test_yardstick_plan_is_an_eval_set_for_planners(rows):
+    from mashbill.exporters.evaluation.eval_sets import EvalSetError, load_set
+    from mashbill.exporters.evaluation.plan_yardstick import gold_facts
+
+    s = load_set("yardstick:plan")
+    report = [r for r in rows if r["split"] == "report"]
+    assert s.kind == "planner" and s.meta["half"] == "report" and s.queries == [r["query"] for r in report]
+    assert s.gold == [{"yardstick": gold_facts(r)} for r in report]
+    assert len(load_set("yardstick:plan:all")) == len(rows) and load_set("yardstick:plan:tune").sha256 != s.sha256
+    with pytest.raises(EvalSetError, match="half 'test'"):
+        load_set("yardstick:plan:test")
