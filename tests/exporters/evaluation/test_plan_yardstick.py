@@ -196,3 +196,11 @@ def test_yardstick_plan_is_an_eval_set_for_planners(rows):
     assert len(load_set("yardstick:plan:all")) == len(rows) and load_set("yardstick:plan:tune").sha256 != s.sha256
     with pytest.raises(EvalSetError, match="half 'test'"):
         load_set("yardstick:plan:test")
+
+
+def test_docs_yield_states_the_files_counts(rows):
+    doc = " ".join((ROOT / "docs" / "yield.md").read_text(encoding="utf-8").split())
+    dev = [r for r in rows if r["source"] != QUICKSTART]
+    assert f"{len(rows)} requests (the {len(rows) - len(dev)} quick-start seeds and {len(dev)} real queries from " \
+           f"{len({r['source'] for r in dev})} `queries-dev` sources, {sum(r['lang'] == 'de' for r in rows)} German)" in doc
+    assert f"({sum(r['trap'] for r in rows)} are:" in doc
