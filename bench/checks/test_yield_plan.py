@@ -14,7 +14,8 @@ import yaml
 from mashbill.exporters.evaluation.plan_yardstick import load_rows
 from mashbill.specs import load_spec
 
-bench = importlib.import_module("yield")  # bench/yield.py (`yield` is a keyword; bench/checks/conftest.py puts bench/ on the path)
+# bench/yield.py (`yield` is a keyword, so importlib; bench/checks/conftest.py puts bench/ on the path)
+bench = importlib.import_module("yield")
 ARGS = Namespace(attempts=2, samples=3, threads=1)
 
 

@@ -90,7 +90,8 @@ def test_a_plan_wrong_by_one_fact_says_which(gold, query, plan, reason):
 def test_renamed_categories_count_as_their_canonical_name(gold):
     shown = _with(POEM, 0, category="creative_writing")
     assert plan_verdict(shown, gold[POEM], renames()) == []
-    assert plan_verdict(shown, gold[POEM]) == ["missing category creative_writer", "unexpected category creative_writing"]
+    assert plan_verdict(shown, gold[POEM]) == ["missing category creative_writer",
+                                               "unexpected category creative_writing"]
 
 
 def test_alternatives_and_what_is_no_plan(gold):

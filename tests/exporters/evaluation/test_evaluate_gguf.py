@@ -100,5 +100,5 @@ def test_eval_of_a_gguf_planner_on_the_plan_yardstick(planner, plan_snapshot):  
     assert got["rows"] == 2 and [p["query"] for p in got["predictions"]] == [r["query"] for r in rows]
     outputs = [p["output"] for p in got["predictions"]]
     assert got["student"]["yardstick"] == plan_yardstick(outputs, [gold_facts(r) for r in rows], renames())
-    assert [p["wrong"] for p in got["predictions"]] == [plan_verdict(o, gold_facts(r), renames())
-                                                         for o, r in zip(outputs, rows)]
+    want = [plan_verdict(o, gold_facts(r), renames()) for o, r in zip(outputs, rows)]
+    assert [p["wrong"] for p in got["predictions"]] == want
