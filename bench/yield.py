@@ -15,7 +15,8 @@ per 100 requests, teacher seconds and tokens (in + out) per right record, and th
 `--yardstick plan` runs the plan side instead (`plan_method_spec`, `run_plan_method`): the requests of
 `tests/fixtures/plan_labels/labels.jsonl` with the prompt, taxonomy, tools, teacher and rule set of quickstart-plan@7;
 methods `single`, `repair` (its repair section, `max_attempts: --attempts`) and `best_of_n`
-(`samples: {n: --samples, pick: first-accepted}`); an accepted plan is right when
+(`samples: {n: --samples, pick: first-accepted}`), the rows round-robin over the sources (`--limit N` spans them);
+an accepted plan is right when
 `exporters.evaluation.plan_yardstick.score_records` (eval_metrics.plan_verdict) finds nothing wrong with it.
 
 Retrieved examples and the NeMo Data Designer comparison of issue 27 are not built here: their
@@ -141,9 +142,16 @@ def run_plan_method(method: str, rows: list[dict], teacher, folder: Path, args) 
 
 
 def load_plan_rows(split: str) -> list[dict]:
+    """The plan yardstick's rows of `split`, round-robin over the sources (each in file order), so that the first
+    N (`--limit N`) span the sources rather than the 26 quick-start seeds the file starts with."""
+    from itertools import chain, zip_longest
+
     from mashbill.exporters.evaluation.plan_yardstick import load_rows
 
-    return load_rows(split)
+    by: dict[str, list[dict]] = {}
+    for r in load_rows(split):
+        by.setdefault(r["source"], []).append(r)
+    return [r for r in chain.from_iterable(zip_longest(*by.values())) if r is not None]
 
 
 def main() -> None:

@@ -32,6 +32,13 @@ def test_each_plan_method_is_quickstart_plan_7_with_its_section(tmp_path, method
     assert data.get("samples") == ({"n": 3, "pick": "first-accepted"} if method == "best_of_n" else None)
 
 
+def test_a_limited_run_spans_the_sources():
+    rows = bench.load_plan_rows("report")
+    assert sorted(r["query"] for r in rows) == sorted(r["query"] for r in load_rows("report"))
+    n = len({r["source"] for r in rows})
+    assert len({r["source"] for r in rows[:n]}) == n  # the first of every source come first
+
+
 def test_a_method_without_a_plan_side_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no plan side"):
         bench.plan_method_spec(tmp_path, "vote", load_rows("report")[:1], ARGS)
