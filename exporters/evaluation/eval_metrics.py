@@ -11,6 +11,7 @@ precision/recall/F1 from the label sets, macro-F1, a per-label (tp, fp, fn, tn) 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from typing import Sequence
 
@@ -151,3 +152,106 @@ def planner(outputs: Sequence, gold: Sequence[dict | None], schema_ok: Sequence[
             out[f"{key}_right"] = round(right / len(rows), 4)
             out[f"{key}_n"] = len(rows)
     return out
+
+
+# ---------------------------------------------------------------- the plan yardstick (tests/fixtures/plan_labels)
+
+
+def plan_verdict(output, gold: dict, renames: dict[str, str] | None = None) -> list[str]:
+    """Why the plan `output` is not right against a gold row of the plan yardstick; [] when it is right.
+
+    `gold` has `categories` (each entry a category name, or a list of names any one of which will do: every entry
+    must be met), optionally `also_ok` (categories a plan may add without being wrong: any other category is),
+    `tool` (a precision tool's name, a list of names any one of which will do, or null: no tool required) and
+    `operands` (each a number, a percentage string "17.5%" (17.5 or 0.175), a string, or a list of alternatives;
+    each must be carried by the arguments of the plan's tool calls: numbers compared by absolute value, strings
+    case-folded as a substring, or equal when two characters or shorter). `renames` maps a shown category name to
+    its canonical one (creative_writing -> creative_writer); the categories come from `plan_facts`."""
+    facts = plan_facts(output)
+    if not facts["categories"]:
+        return ["no plan: no task with a category"]
+    renames = renames or {}
+    have = {renames.get(c, c) for c in facts["categories"]}
+    why = []
+    wanted = [c if isinstance(c, list) else [c] for c in gold.get("categories") or []]
+    for alts in wanted:
+        if not have & set(alts):
+            why.append(f"missing category {'|'.join(alts)}")
+    allowed = {c for alts in wanted for c in alts} | set(gold.get("also_ok") or [])
+    for c in sorted(have - allowed):
+        why.append(f"unexpected category {c}")
+    calls = _tool_calls(output)
+    tool = gold.get("tool")
+    if tool:
+        tools = tool if isinstance(tool, list) else [tool]
+        if not any(name in tools for name, _ in calls):
+            why.append(f"no {'|'.join(tools)} call (calls: {', '.join(n for n, _ in calls) or 'none'})")
+    if gold.get("operands"):
+        numbers, strings = _arg_values([args for _, args in calls])
+        for op in gold["operands"]:
+            if not any(_carried(alt, numbers, strings) for alt in (op if isinstance(op, list) else [op])):
+                why.append(f"operand {op!r} not in the tool arguments")
+    return why
+
+
+def _tool_calls(output) -> list[tuple[str, object]]:
+    tasks = output if isinstance(output, list) else (output or {}).get("tasks") if isinstance(output, dict) else None
+    return [(t["mcp_tool"], t.get("mcp_args")) for t in (tasks or [])
+            if isinstance(t, dict) and isinstance(t.get("mcp_tool"), str)]
+
+
+_NUM = re.compile(r"\d+(?:\.\d+)?")
+WRONG_KINDS = ("no plan", "missing category", "unexpected category", "operand")
+
+
+def _arg_values(args) -> tuple[list[float], list[str]]:
+    """Every number (also those inside strings: "2840 * 0.17") and every string in the arguments."""
+    numbers, strings = [], []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, bool) or v is None:
+            return
+        elif isinstance(v, (int, float)):
+            numbers.append(abs(float(v)))
+            strings.append(str(v).lower())
+        elif isinstance(v, str):
+            strings.append(" ".join(v.lower().split()))
+            numbers.extend(float(m) for m in _NUM.findall(v))
+
+    walk(args)
+    return numbers, strings
+
+
+def _carried(op, numbers: list[float], strings: list[str]) -> bool:
+    def near(x: float) -> bool:
+        return any(abs(n - x) <= 1e-9 * max(1.0, abs(x)) for n in numbers)
+
+    if isinstance(op, (int, float)) and not isinstance(op, bool):
+        return near(abs(float(op)))
+    text = " ".join(str(op).lower().split())
+    if text.endswith("%"):
+        try:
+            x = abs(float(text[:-1].strip()))
+        except ValueError:
+            return False
+        return near(x) or near(x / 100)
+    if len(text) <= 2:
+        return text in strings
+    return any(text in s for s in strings)
+
+
+def plan_yardstick(outputs: Sequence, gold: Sequence[dict], renames: dict[str, str] | None = None) -> dict:
+    """Right plans against the yardstick's gold rows: the share, and how often each kind of reason made one wrong."""
+    n, right, reasons = len(outputs), 0, Counter()
+    for o, g in zip(outputs, gold):
+        why = plan_verdict(o, g, renames)
+        right += not why
+        reasons.update({next((k for k in WRONG_KINDS if w.startswith(k)), "tool") for w in why})
+    return {"n": n, "right": right, "right_share": round(right / n, 4) if n else 0.0,
+            "wrong_by": dict(sorted(reasons.items()))}

@@ -10,6 +10,9 @@ SET is one of:
   plan kinds.
 - `yardstick:complexity[:HALF]`: the complexity yardstick's `report` half (or `tune`, `all`):
   tests/fixtures/complexity_labels/labels.jsonl, 213 requests labelled by eye (its README holds the criteria).
+- `yardstick:plan[:HALF]`: the plan yardstick's `report` half (or `tune`, `all`): tests/fixtures/plan_labels/
+  labels.jsonl, 152 requests labelled by eye with the facts a right plan needs, for a planner; each gold is
+  `{"yardstick": facts}` and `eval_metrics.plan_verdict` judges every answer against it.
 
 Every set has a sha256 over its canonical rows (query and gold, in order), which eval.json records.
 """
@@ -23,8 +26,9 @@ from pathlib import Path
 
 from mashbill.exporters.runs import ExportError
 
-YARDSTICKS = {"complexity": Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "complexity_labels"
-              / "labels.jsonl"}
+_FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+YARDSTICKS = {"complexity": _FIXTURES / "complexity_labels" / "labels.jsonl",
+              "plan": _FIXTURES / "plan_labels" / "labels.jsonl"}
 
 
 class EvalSetError(ExportError):
@@ -79,6 +83,11 @@ def _yardstick(ref: str) -> EvalSet:
         raise EvalSetError(f"{path}: the {name} yardstick is missing (it ships in the source tree)")
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [r for r in rows if half == "all" or r["split"] == half]
+    if name == "plan":
+        from mashbill.exporters.evaluation.plan_yardstick import gold_facts
+
+        return EvalSet(ref, "planner", [r["query"] for r in rows], [{"yardstick": gold_facts(r)} for r in rows],
+                       source_kind="plan", meta={"path": str(path), "half": half, "yardstick": "plan"})
     return EvalSet(ref, "classifier", [r["query"] for r in rows], [r["label"] for r in rows],
                    source_kind=name, meta={"path": str(path), "half": half})
 
@@ -124,7 +133,7 @@ def _snapshot(ref: str, store, want: str | None) -> EvalSet:
 def _jsonl(ref: str, path: Path) -> EvalSet:
     if not path.is_file():
         raise EvalSetError(f"{path}: no such file (SET is a .jsonl file, snapshot:NAME@V[:SPLIT] or "
-                           "yardstick:complexity[:HALF])")
+                           "yardstick:complexity|plan[:HALF])")
     queries, gold, kinds, multi = [], [], set(), False
     for n, line in enumerate(path.read_bytes().splitlines(), 1):
         if not line.strip():

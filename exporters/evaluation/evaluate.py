@@ -291,6 +291,11 @@ def evaluate_classifier(target: Target, s: EvalSet, store=None) -> dict:
 def evaluate_planner(target: Target, s: EvalSet, store=None, *, max_tokens: int = 256) -> dict:
     outputs, schema_ok, rules_ok, info = plan(target, s.queries, max_tokens=max_tokens)
     res = {"student": {**M.planner(outputs, s.gold, schema_ok, rules_ok), **info}}
+    yard = s.meta.get("yardstick") == "plan"
+    if yard:
+        from mashbill.exporters.evaluation.plan_yardstick import renames
+
+        res["student"]["yardstick"] = M.plan_yardstick(outputs, [g["yardstick"] for g in s.gold], renames())
     cats = [g["categories"] for g in s.gold if g and "categories" in g]
     if cats:
         maj = M.majority(cats)
@@ -304,9 +309,14 @@ def evaluate_planner(target: Target, s: EvalSet, store=None, *, max_tokens: int 
         oks = [check(q, taught[q]) for q in s.queries if q in taught]
         res["teacher"] = {"rows": len(rows), **M.planner([o for o, _ in rows], [g for _, g in rows],
                                                          [a for a, _ in oks], [b for _, b in oks])}
+        if yard:
+            res["teacher"]["yardstick"] = M.plan_yardstick([o for o, _ in rows], [g["yardstick"] for _, g in rows],
+                                                           renames())
     else:
         res["teacher"] = {"rows": 0, "note": "the store holds no teacher answer for these requests"}
-    res["predictions"] = [{"query": q, "gold": g, "output": o} for q, g, o in zip(s.queries, s.gold, outputs)]
+    res["predictions"] = [{"query": q, "gold": g, "output": o,
+                           **({"wrong": M.plan_verdict(o, g["yardstick"], renames())} if yard else {})}
+                          for q, g, o in zip(s.queries, s.gold, outputs)]
     return res
 
 

@@ -13,7 +13,7 @@ from mashbill.cli._common import echo_json, json_option, store_option
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--on", "sets", multiple=True, required=True,
               help="A labelled set: a .jsonl file (query + label, labels or plan facts), "
-                   "snapshot:NAME@V[:SPLIT] (default split test) or yardstick:complexity[:HALF] (default report). "
+                   "snapshot:NAME@V[:SPLIT] (default split test) or yardstick:complexity|plan[:HALF] (default report). "
                    "Repeat for several.")
 @store_option(help="Store folder: the teacher's stored answers for the same requests, and the snapshots under "
                    "it (snapshot:NAME@V, the target's snapshot).")
@@ -26,7 +26,8 @@ def command(target, sets, store_path, limit, threads, max_tokens, as_json):
 
     Classifiers: accuracy, per-class precision/recall, macro-F1, a confusion matrix and the calibration error
     (ECE). GGUF planners: schema-valid and rule-pass rates (the rules of the target's snapshot's spec) and, where
-    the set holds gold plan facts, categories, tool and operands right. Beside them, on the same rows: the
+    the set holds gold plan facts, categories, tool and operands right; on yardstick:plan the share of plans
+    right against the hand-labelled facts and why the others are not. Beside them, on the same rows: the
     teacher's stored answers (where --store holds them) and a baseline (the majority class; the complexity
     rules' reference heuristic for complexity labels). Every set is checked before anything runs: a label the
     target does not know, an empty set, or a planner set on a classifier (and the reverse) is one line, exit 2,
@@ -38,6 +39,7 @@ def command(target, sets, store_path, limit, threads, max_tokens, as_json):
       mashbill eval ./mashbill-runs/quickstart-classify --on yardstick:complexity
       mashbill eval ./mashbill-exports/quickstart-classify-onnx --on my-labels.jsonl --on snapshot:quickstart-complexity@1
       mashbill eval ./mashbill-exports/quickstart-sft-gguf --on plans.jsonl --limit 5
+      mashbill eval ./mashbill-exports/quickstart-sft-gguf --on yardstick:plan --store ./mashbill-data
     """
     from mashbill.exporters.evaluation.evaluate import run_eval
 

@@ -83,3 +83,22 @@ def test_a_plan_snapshot_gives_a_planner_its_plans_facts(planner, plan_snapshot)
                  "--store", store)
     assert res.exit_code == 0, res.output
     assert json.loads((gguf.parent / "eval.json").read_text())["sets"]["snapshot:plans@1:eval"]["rows"] == 1
+
+
+def test_eval_of_a_gguf_planner_on_the_plan_yardstick(planner, plan_snapshot):  # noqa: F811
+    """`--on yardstick:plan`: every answer judged by plan_verdict against its hand-labelled row; the share right
+    and the reasons recomputed here from the answers eval.json records."""
+    from mashbill.exporters.evaluation.eval_metrics import plan_verdict, plan_yardstick
+    from mashbill.exporters.evaluation.plan_yardstick import gold_facts, load_rows, renames
+
+    gguf, _ = planner
+    res = invoke("eval", gguf, "--on", "yardstick:plan", "--limit", "2", "--max-tokens", "64",
+                 "--store", plan_snapshot.path.parent.parent)
+    assert res.exit_code == 0, res.output
+    got = json.loads((gguf.parent / "eval.json").read_text())["sets"]["yardstick:plan"]
+    rows = load_rows("report")[:2]
+    assert got["rows"] == 2 and [p["query"] for p in got["predictions"]] == [r["query"] for r in rows]
+    outputs = [p["output"] for p in got["predictions"]]
+    assert got["student"]["yardstick"] == plan_yardstick(outputs, [gold_facts(r) for r in rows], renames())
+    want = [plan_verdict(o, gold_facts(r), renames()) for o, r in zip(outputs, rows)]
+    assert [p["wrong"] for p in got["predictions"]] == want
