@@ -62,3 +62,19 @@ def test_an_added_token_is_one_word():
     assert WORD_CUT.split("<|endoftext|>") != ["<|endoftext|>"]  # the bare cut would split it
     assert split_words("<|endoftext|>", specials) == ["<|endoftext|>"]
     assert split_words("end.", specials) == ["end", "."]
+
+
+def test_the_self_check_at_load_rejects_an_unsafe_word_cut(monkeypatch):
+    import random
+    import re
+
+    from mashbill.validators.spans import span_pieces
+    from mashbill.validators.spans.span_policy import _policy_holds, _probe_strings
+
+    loaded = _loaded("gpt-2")
+    counter = PieceCounter(loaded, detect_policy(loaded))
+    probes = _probe_strings(loaded, random.Random(0))
+    assert _policy_holds(counter, probes) is None
+    # a cut between a space and the letters after it splits GPT-2's " word" pre-token: the check must see it
+    monkeypatch.setattr(span_pieces, "WORD_CUT", re.compile(r"(?<= )(?=[^\W_])"))
+    assert "word-wise tokens differ" in _policy_holds(counter, probes)
