@@ -24,7 +24,7 @@ from typing import Sequence
 
 from mashbill.validators.errors import SpanAuditError, ValidationInputError
 from mashbill.validators.spans.chat_render import ChatRenderer
-from mashbill.validators.spans.span_pieces import WORD_CUT, CutPolicy, PieceCounter
+from mashbill.validators.spans.span_pieces import CutPolicy, PieceCounter, split_words
 from mashbill.validators.spans.span_policy import detect_policy
 from mashbill.validators.spans.span_rules import (LOSS_MODES, RecordProblem, SpanResult, TrainingExample, is_correction,
                                             merge_ranges)
@@ -183,9 +183,13 @@ class SpanEngine:
             if partial and self.policy.word_cuts:
                 # A piece cut by a span boundary is cut further at word cuts (as count_many does), so that only
                 # the words at the boundary are tokenized with offsets; the rest are counted through the cache.
-                cut = set(partial)
-                pieces = split[j] = [w for i, pc in enumerate(pieces)
-                                     for w in (WORD_CUT.split(pc) if i in cut else (pc,)) if w]
+                specials, out, at = self.policy.special_set, [], 0
+                for i in partial:  # sorted; only these pieces are cut, the rest are copied as slices
+                    out += pieces[at:i]
+                    out += split_words(pieces[i], specials)
+                    at = i + 1
+                out += pieces[at:]
+                pieces = split[j] = out
                 starts, whole, partial = self._plan(p, pieces)
             for idx in partial:
                 needs_offsets[pieces[idx]] = None

@@ -28,7 +28,16 @@ from mashbill.validators.tokenizers.tokenizer import LoadedTokenizer
 # general punctuation, arrows, maths symbols and box drawing. None is whitespace or a combining mark.
 _SAFE_START = "!-~\u00a1-\u02ff\u2010-\u2027\u2030-\u205e\u2190-\u23ff\u2500-\u27bf"
 _LINE_CUT = re.compile("\n(?=[" + _SAFE_START + "])")
-WORD_CUT = re.compile(r"(?<=[^\W_])(?= )")
+# A word cut: right after a letter or digit, before a space or an ASCII punctuation character (argued in
+# PieceCounter.count_many). Never applied inside an added token's piece (``split_words``).
+# (The lookahead comes first: it fails at most positions, and it is cheaper than the Unicode lookbehind.)
+WORD_CUT = re.compile(r"(?=[ !-/:-@\[-`{-~])(?<=[^\W_])")
+
+
+def split_words(piece: str, specials: frozenset) -> list[str]:
+    """The words of a piece at word cuts; an added token's piece is one word (its text may hold letters before
+    punctuation, ``<|endoftext|>``, but it is one token)."""
+    return [piece] if piece in specials else WORD_CUT.split(piece)
 
 
 @dataclass
@@ -150,18 +159,24 @@ class PieceCounter:
     def count_many(self, pieces: Sequence[str]) -> list[int]:
         """Token counts of pieces as they tokenize in context.
 
-        With word cuts, a piece is cut further right before every space that follows a letter or digit, and the
+        With word cuts, a piece (other than an added token) is cut further right before every space or ASCII
+        punctuation character (``!"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~``) that follows a letter or digit, and the
         words are counted through the same cache. For the proven regex families this cut is safe too: the
-        pre-token holding that letter or digit is a letter run, a digit group or a contraction, which ends at
-        the space whether the text goes on or not (no alternative can continue across a space after a letter or
-        digit, and the only lookahead belongs to a whitespace alternative); the right side is scanned from the
-        same position either way. New text thus costs only its new words."""
+        pre-token holding that letter or digit is a letter run (with its optional leading character), a digit
+        group or a contraction, and each of those ends at such a character whether the text goes on or not (it
+        is neither a letter, a mark nor a number, so no alternative can continue across it; the only lookahead
+        belongs to a whitespace alternative, and a pre-token ending in a letter or digit is not whitespace); the
+        right side is scanned from the same position either way, as none of the regexes has a lookbehind. An NFC
+        normalizer cannot compose across it (no ASCII character composes with the character before it). JSON
+        scaffolding (``","category":"``) thus becomes words of its own, seen before, and new text costs only its
+        new words."""
         if not pieces:
             return []
         pol = self.policy
         if pol.word_cuts:
             cache = self.cache
-            words = [WORD_CUT.split(p) for p in pieces]
+            specials = pol.special_set
+            words = [split_words(p, specials) for p in pieces]
             new = list({w: None for ws in words for w in ws if w not in cache})
             if new:
                 for w, n in zip(new, self._count_raw(new)):

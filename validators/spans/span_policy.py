@@ -14,7 +14,7 @@ import random
 import re
 from typing import Sequence
 
-from mashbill.validators.spans.span_pieces import WORD_CUT, CutPolicy, PieceCounter
+from mashbill.validators.spans.span_pieces import CutPolicy, PieceCounter, split_words
 from mashbill.validators.tokenizers.tokenizer import LoadedTokenizer
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ def _policy_holds(counter: PieceCounter, probes: Sequence[str]) -> str | None:
         if counter.ids_concat(s) != whole:
             return f"piece-wise tokens differ on {s!r}"
         if counter.policy.word_cuts:
-            words = [w for p in pieces for w in WORD_CUT.split(p)]
+            words = [w for p in pieces for w in split_words(p, counter.policy.special_set)]
             ids = [i for ids, _ in counter.encode_many(words) for i in ids]
             if ids != whole:
                 return f"word-wise tokens differ on {s!r}"
