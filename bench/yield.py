@@ -8,11 +8,14 @@ teacher on the requests of `tests/fixtures/complexity_labels/labels.jsonl` (labe
 default), with the prompt, teacher and rule set of quickstart-complexity@5, into a store of its own:
 - `single`: one answer per request (today's quick start);
 - `repair`: `repair: {max_attempts: --attempts, codes: every reject code of the rule set}`;
-- `vote`: `samples: {n: --samples, pick: vote, vote_on: complexity}`.
+- `vote`: `samples: {n: --samples, pick: vote, vote_on: complexity}`;
+- `retrieved`: retrieved examples (`examples: {bank, k: --k}`, factory.generate.examples) in place of the fixed
+  examples block: the bank is the yardstick's *tune* half, labelled by eye (`accepted_by: review`), so a report
+  request is shown the --k tune requests MiniLM ranks nearest, with their gold labels; `repair+retrieved` both.
 For each: accepted share, precision of what is accepted (right / accepted, against the gold label), right records
 per 100 requests, teacher seconds and tokens (in + out) per right record, and the repair success rate per code.
 
-The plan yardstick, retrieved examples and the NeMo Data Designer comparison of issue 27 are not built here: their
+The plan yardstick and the NeMo Data Designer comparison of issue 27 are not built here: their
 fields on the LAST line are `n/a`. The LAST line is machine-readable.
 """
 
@@ -47,13 +50,32 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
     repair = data.pop("repair")
-    if method == "repair":
+    if method in ("repair", "repair+retrieved"):
         data["repair"] = {**repair, "max_attempts": args.attempts}
     elif method == "vote":
         data["samples"] = {"n": args.samples, "pick": "vote", "vote_on": "complexity"}
-    path = folder / f"yield-{method}@1.yaml"
+    if method in ("retrieved", "repair+retrieved"):
+        retrieved_sections(data, folder, args)
+    data["name"] = f"yield-{method.replace('+', '-')}"
+    path = folder / f"{data['name']}@1.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def retrieved_sections(data: dict, folder: Path, args) -> None:
+    """The `retrieved` method's change to the spec: a bank of the tune half's gold labels in place of the fixed
+    examples block (the report half is what is measured, so no request is ever in its own bank)."""
+    bank = folder / "yardstick-tune@1.jsonl"
+    if not bank.exists():
+        from mashbill.hashing import sha256_text
+
+        rows = [{"id": f"tune-{i:04d}", "query": r["query"], "lang": r["lang"], "output": {"complexity": r["label"]},
+                 "record_id": "label:" + sha256_text(r["query"])[:24], "spec": "complexity_labels",
+                 "accepted_by": "review", "split": "train"} for i, r in enumerate(load_rows("tune"), 1)]
+        bank.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    data["examples"] = {"bank": str(bank), "k": args.k}
+    teacher = data["prompt"]["teacher"]
+    teacher["system"] = teacher["system"].replace("{{ examples }}", "EXAMPLES\n{{ retrieved_examples }}")
 
 
 def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> dict:
@@ -84,9 +106,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
     ap.add_argument("--limit", type=int, default=None, help="only the first N requests of the split")
-    ap.add_argument("--methods", nargs="+", default=["single", "repair", "vote"], choices=("single", "repair", "vote"))
+    ap.add_argument("--methods", nargs="+", default=["single", "repair", "vote"],
+                    choices=("single", "repair", "vote", "retrieved", "repair+retrieved"))
     ap.add_argument("--attempts", type=int, default=2, help="repair: max_attempts")
     ap.add_argument("--samples", type=int, default=3, help="vote: samples per request")
+    ap.add_argument("--k", type=int, default=6, help="retrieved: bank rows shown per request")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
     args = ap.parse_args()
 
