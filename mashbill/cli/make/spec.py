@@ -103,7 +103,13 @@ def show(name, show_prompt, as_json):
     if show_prompt and example is not None:
         from mashbill.factory.records import record_id
 
-        p = render_prompt(rs, example, record_id(rs.hash, example))
+        rid = record_id(rs.hash, example)
+        if s.examples is not None:  # the bank rows nearest to the seed (MiniLM), as generate shows them
+            from mashbill.factory.generate.examples import Retriever
+
+            p = Retriever(rs).prompt(example, rid)
+        else:
+            p = render_prompt(rs, example, rid)
         for label, msgs in (("teacher", p.teacher_messages), ("training", p.training_messages)):
             for m in msgs:
                 out.rule(f"{label} / {m['role']}")
