@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import run_cli
-from tests.specs.test_examples import bank_row, spec_with_bank
+from tests.specs.test_examples_spec import bank_row, spec_with_bank
 
 
 def test_spec_check_names_the_bank_line_and_field(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mashbill.specs import load_spec
 from mashbill.validators.checker import RecordChecker
-from tests.specs.test_examples import bank_row, spec_with_bank
+from tests.specs.test_examples_spec import bank_row, spec_with_bank
 
 HAIKU = [{"task": "Write a haiku about snow falling on the rooftops of Munich at night.", "category": "creative_writer"}]
 

@@ -13,7 +13,7 @@ from mashbill.errors import MashbillError
 from mashbill.factory.generate.examples import Retriever, is_held_out, normalize, rebuild_prompt
 from mashbill.factory.records import record_id
 from mashbill.specs import LIBRARY, load_spec
-from tests.specs.test_examples import bank_row, spec_with_bank, write_bank
+from tests.specs.test_examples_spec import bank_row, spec_with_bank, write_bank
 
 HOLDOUT = json.loads((LIBRARY / "shared" / "holdout" / "moe-eval@1.jsonl").read_text(encoding="utf-8")
                      .splitlines()[0])["query"]
