@@ -46,18 +46,37 @@ def _grams(text: str, n: int = 5) -> set[str]:
 
 
 def holdout_texts(rs) -> list[str]:
-    """Normalized queries of the spec's holdout files (.jsonl rows with query/prompt/question/input, or .txt lines)."""
+    """Normalized queries of the spec's holdout files (.jsonl rows or a .json list with query/prompt/question/...,
+    a .json benchmark's test_cases, or .txt lines)."""
     out = []
+    fields = ("query", "prompt", "question", "input", "instruction", "text")
+
+    def text_of(obj):
+        if isinstance(obj, str):
+            return obj
+        return next((obj[f] for f in fields if isinstance(obj.get(f), str) and obj[f].strip()), None) \
+            if isinstance(obj, dict) else None
+
     for role, path in sorted(rs.file_paths.items()):
         if not role.startswith("holdout."):
             continue
-        for line in Path(path).read_text(encoding="utf-8").split("\n"):
+        if Path(path).suffix == ".json":  # a list of rows, or a benchmark file with a test_cases list
+            try:
+                data = json.loads(Path(path).read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise MashbillError(f"{path}:{exc.lineno}: holdout file is not JSON ({exc.msg})") from None
+            items = data.get("test_cases", []) if isinstance(data, dict) else data if isinstance(data, list) else []
+            out += [normalize(t) for t in map(text_of, items) if t]
+            continue
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
             if not line.strip():
                 continue
             if Path(path).suffix == ".jsonl":
-                obj = json.loads(line)
-                text = next((obj[f] for f in ("query", "prompt", "question", "input", "instruction", "text")
-                             if isinstance(obj.get(f), str) and obj[f].strip()), None) if isinstance(obj, dict) else None
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise MashbillError(f"{path}:{n}: holdout row is not JSON ({exc.msg})") from None
+                text = text_of(obj)
             else:
                 text = line
             if text:
