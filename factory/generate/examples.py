@@ -129,10 +129,12 @@ class Retriever:
             self._encoder = Encoder.load()
         return self._encoder
 
-    def _vectors(self, texts: list[str]):
+    def _vectors(self, texts: list[str], *, cached: bool = False):
+        """Unit vectors of `texts`; `cached`: through the store's embedding cache (the bank: read back by later runs;
+        a request is encoded directly, so the cache does not grow a file per request)."""
         import numpy as np
 
-        if self._cache_root is not None:
+        if cached and self._cache_root is not None:
             from mashbill.factory.encoders.embeddings import EmbeddingCache
 
             ids = {f"text:{sha256_text(t)}": t for t in texts}
@@ -146,7 +148,7 @@ class Retriever:
 
     def bank_matrix(self):
         if self._matrix is None:
-            self._matrix = self._vectors([r.query for r in self.rows])
+            self._matrix = self._vectors([r.query for r in self.rows], cached=True)
         return self._matrix
 
     def nearest(self, query: str, record_id: str | None = None) -> list:

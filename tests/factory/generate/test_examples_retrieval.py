@@ -80,7 +80,12 @@ def test_the_nearest_rows_are_the_ones_minilm_ranks_nearest(tmp_path, encoder):
         want = [rows[i]["id"] for i in order[:3]][::-1]  # nearest last
         assert [r.id for r in cached.nearest(query)] == want
         assert [r.id for r in plain.nearest(query)] == want
-    assert list((tmp_path / "embeddings").rglob("part-*.parquet"))  # the bank went to the embedding cache
+    # the bank went to the embedding cache once; the requests did not add a file each
+    assert len(list((tmp_path / "embeddings").rglob("part-*.parquet"))) == 1
+    again = Retriever(rs, encoder=encoder, cache_root=tmp_path / "embeddings")
+    assert [r.id for r in again.nearest("Compose a limerick about a cat.")] == \
+        [r.id for r in plain.nearest("Compose a limerick about a cat.")]
+    assert len(list((tmp_path / "embeddings").rglob("part-*.parquet"))) == 1  # a later run reads the bank back
 
 
 def test_the_rows_shown_are_in_the_meta_and_rebuild_the_same_prompt(tmp_path, encoder):
