@@ -8,7 +8,10 @@ teacher on the requests of `tests/fixtures/complexity_labels/labels.jsonl` (labe
 default), with the prompt, teacher and rule set of quickstart-complexity@5, into a store of its own:
 - `single`: one answer per request (today's quick start);
 - `repair`: `repair: {max_attempts: --attempts, codes: every reject code of the rule set}`;
-- `vote`: `samples: {n: --samples, pick: vote, vote_on: complexity}`.
+- `vote`: `samples: {n: --samples, pick: vote, vote_on: complexity}`;
+- `retrieved`: retrieved examples (`examples: {bank, k: --k}`, factory.generate.examples) in place of the fixed
+  examples block: the bank is the yardstick's *tune* half, labelled by eye (`accepted_by: review`), so a report
+  request is shown the --k tune requests MiniLM ranks nearest, with their gold labels; `repair+retrieved` both.
 For each: accepted share, precision of what is accepted (right / accepted, against the gold label), right records
 per 100 requests, teacher seconds and tokens (in + out) per right record, and the repair success rate per code.
 
@@ -19,7 +22,7 @@ methods `single`, `repair` (its repair section, `max_attempts: --attempts`) and 
 an accepted plan is right when
 `exporters.evaluation.plan_yardstick.score_records` (eval_metrics.plan_verdict) finds nothing wrong with it.
 
-Retrieved examples and the NeMo Data Designer comparison of issue 27 are not built here: their
+The NeMo Data Designer comparison of issue 27 is not built here: its
 fields on the LAST line are `n/a`. The LAST line is machine-readable.
 """
 
@@ -55,15 +58,34 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
     repair = data.pop("repair")
-    if method == "repair":
+    if method in ("repair", "repair+retrieved"):
         data["repair"] = {**repair, "max_attempts": args.attempts}
     elif method == "vote":
         data["samples"] = {"n": args.samples, "pick": "vote", "vote_on": "complexity"}
     elif method == "best_of_n":
         data["samples"] = {"n": args.samples, "pick": "first-accepted"}
-    path = folder / f"yield-{method}@1.yaml"
+    if method in ("retrieved", "repair+retrieved"):
+        retrieved_sections(data, folder, args)
+    data["name"] = f"yield-{method.replace('+', '-')}"
+    path = folder / f"{data['name']}@1.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+def retrieved_sections(data: dict, folder: Path, args) -> None:
+    """The `retrieved` method's change to the spec: a bank of the tune half's gold labels in place of the fixed
+    examples block (the report half is what is measured, so no request is ever in its own bank)."""
+    bank = folder / "yardstick-tune@1.jsonl"
+    if not bank.exists():
+        from mashbill.hashing import sha256_text
+
+        rows = [{"id": f"tune-{i:04d}", "query": r["query"], "lang": r["lang"], "output": {"complexity": r["label"]},
+                 "record_id": "label:" + sha256_text(r["query"])[:24], "spec": "complexity_labels",
+                 "accepted_by": "review", "split": "train"} for i, r in enumerate(load_rows("tune"), 1)]
+        bank.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    data["examples"] = {"bank": str(bank), "k": args.k}
+    teacher = data["prompt"]["teacher"]
+    teacher["system"] = teacher["system"].replace("{{ examples }}", "EXAMPLES\n{{ retrieved_examples }}")
 
 
 def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> dict:
@@ -160,10 +182,13 @@ def main() -> None:
                     help="complexity: labels, quickstart-complexity@5; plan: plans, quickstart-plan@7")
     ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
     ap.add_argument("--limit", type=int, default=None, help="only the first N requests of the split")
-    ap.add_argument("--methods", nargs="+", default=None, choices=("single", "repair", "vote", "best_of_n"),
-                    help="default: single repair vote (complexity), single repair best_of_n (plan)")
+    ap.add_argument("--methods", nargs="+", default=None,
+                    choices=("single", "repair", "vote", "best_of_n", "retrieved", "repair+retrieved"),
+                    help="default: single repair vote (complexity), single repair best_of_n (plan); retrieved and "
+                         "repair+retrieved: complexity only")
     ap.add_argument("--attempts", type=int, default=2, help="repair: max_attempts")
     ap.add_argument("--samples", type=int, default=3, help="vote / best_of_n: samples per request")
+    ap.add_argument("--k", type=int, default=6, help="retrieved: bank rows shown per request")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
     args = ap.parse_args()
 
@@ -172,6 +197,8 @@ def main() -> None:
 
     plan = args.yardstick == "plan"
     args.methods = args.methods or (["single", "repair", "best_of_n"] if plan else ["single", "repair", "vote"])
+    if plan and {"vote", "retrieved", "repair+retrieved"} & set(args.methods):
+        ap.error("--yardstick plan runs single, repair and best_of_n (quickstart-plan@8 is the retrieved plan spec)")
     rows = (load_plan_rows if plan else load_rows)(args.split)[: args.limit]
     teacher = make_teacher(load_spec(PLAN_SPEC if plan else SPEC).spec.teacher, threads=args.threads)
     results = []

@@ -1,6 +1,7 @@
 """Curation: validated records -> immutable snapshots, preference pairs, router datasets, reports and human review.
 Modules import their heavy dependencies lazily.
 
+- ``examples_bank``: Make an example bank (specs.examples) from a spec's stored records: `mashbill spec ...
 - ``label_issues``: Label issues with cleanlab: which stored labels a small model, trained on the others, finds
   suspect.
 - ``pipeline``: The end of the quick start: freeze each spec's validated records into a snapshot and write the ...

@@ -1,6 +1,7 @@
 """Versioned, content-hashed dataset specs (the mash bill) and the shared files they reference.
 
 - ``catalog``: Rendering the precision-tool catalog into prompt text.
+- ``examples``: Example banks: verified examples a spec shows its teacher in place of one fixed worked ...
 - ``loader``: Load a spec, resolve every file it references, validate them, and compute its content hash.
 - ``lock``: specs.lock: name@version -> content hash.
 - ``model``: Typed models of specs and the shared files they reference.

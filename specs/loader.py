@@ -18,6 +18,8 @@ from pydantic import BaseModel, ValidationError
 from mashbill.errors import SpecError
 from mashbill.hashing import canonical_json, sha256_bytes
 from mashbill.specs.catalog import render_catalog
+from mashbill.specs.examples import VARIABLE as EXAMPLES_VAR
+from mashbill.specs.examples import load_bank
 from mashbill.specs.model import PLACEHOLDER_RE, PromptFile, Spec, TaxonomyFile, ToolCatalogFile
 from mashbill.specs.yamlio import line_for, load_yaml, raise_validation_error
 
@@ -44,6 +46,7 @@ class ResolvedSpec:
     file_paths: dict[str, Path] = field(default_factory=dict)
     hash: str = ""
     seed_specs: tuple = ()  # (source index, ResolvedSpec) for each `seeds: {from_spec: ...}`
+    bank: tuple = ()  # the rows of the `examples` bank (specs.examples.BankRow), checked
 
     @property
     def name(self) -> str:
@@ -346,6 +349,9 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         ref(f"holdout.{i}", h, ("holdout", i))
     seed_specs: list = []
     seeds = _seed_inputs(spec, path, lines, files, file_paths, seed_specs)
+    bank: tuple = ()
+    if spec.examples is not None:
+        bank = load_bank(ref("examples.bank", spec.examples.bank, ("examples", "bank")))
     if spec.judge is not None:
         for role, rel, fp in (("judge.score_schema", spec.judge.score_schema, ("judge", "score_schema")),
                               ("judge.pair_schema", spec.judge.pair_schema, ("judge", "pair_schema"))):
@@ -364,6 +370,12 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         known |= QUERY_FIELDS
     if spec.kind == "queries":
         known |= SYNTH_VARS
+    if spec.examples is not None:
+        known.add(EXAMPLES_VAR)
+        t = spec.prompt.teacher
+        if EXAMPLES_VAR not in PLACEHOLDER_RE.findall(t.system + "\n" + t.user):
+            raise SpecError(str(path), f"an examples section, but the teacher template never uses "
+                            f"{{{{ {EXAMPLES_VAR} }}}}", line=line_for(lines, ("examples",)), field="examples")
     if not spec.prompt.framings:
         known.discard("framing")
     if taxonomy is None:
@@ -380,7 +392,7 @@ def load_spec(path: str | Path) -> ResolvedSpec:
                                     line=line_for(lines, ("prompt", side, part)), field=f"prompt.{side}.{part}")
 
     resolved = ResolvedSpec(spec, path, prompt_file, taxonomy, catalog, schema, seeds, files, file_paths,
-                            seed_specs=tuple(seed_specs))
+                            seed_specs=tuple(seed_specs), bank=bank)
     digest = sha256_bytes(canonical_json(resolved.canonical()).encode())
     object.__setattr__(resolved, "hash", digest)
     return resolved

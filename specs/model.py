@@ -322,6 +322,15 @@ class Samples(Strict):
     min_agreement: float = Field(0.5, gt=0, le=1)
 
 
+class ExamplesSection(Strict):
+    """Retrieved examples (factory.generate.examples): the `k` rows of the example `bank` (a JSONL file, its bytes in
+    the spec hash; specs.examples) nearest to the request by MiniLM cosine are rendered into the template variable
+    {{ retrieved_examples }}, never the request itself nor a test/held-out row or a holdout query."""
+
+    bank: str
+    k: int = Field(3, ge=1)
+
+
 # ---------------------------------------------------------------- curation (snapshots)
 
 class Splits(Strict):
@@ -505,9 +514,10 @@ class Spec(HashStable):
     judge: Judge | None = None  # a second teacher that scores accepted records and ranks samples
     repair: Repair | None = None  # ask again for a rejected record, with its verdicts (factory.generate.repair)
     samples: Samples | None = None  # best-of-n or vote per record (factory.generate.chains)
+    examples: ExamplesSection | None = None  # retrieved examples from a bank (factory.generate.examples)
 
     _added_fields: ClassVar[tuple[str, ...]] = ("guards", "curation", "outcome", "synthesis", "judge", "repair",
-                                                "samples")
+                                                "samples", "examples")
 
     @model_validator(mode="after")
     def _outcome_models(self):

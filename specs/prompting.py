@@ -13,6 +13,8 @@ import random
 from dataclasses import dataclass
 
 from mashbill.hashing import sha256_text
+from mashbill.specs.examples import VARIABLE as EXAMPLES_VAR
+from mashbill.specs.examples import render_rows
 from mashbill.specs.loader import ResolvedSpec
 from mashbill.specs.model import PLACEHOLDER_RE
 from mashbill.specs.taxonomy import ShownTaxonomy, fixed_taxonomy, sample_taxonomy
@@ -29,12 +31,15 @@ class RenderedPrompt:
     training_messages: tuple[dict, ...]  # system + user; the assistant target is appended after generation
     framing: str | None
     taxonomy: ShownTaxonomy | None
+    examples: dict | None = None  # the retrieved examples shown: bank file, its sha256, row ids (factory.generate.examples)
 
     def meta(self) -> dict:
         meta: dict = {"prompt_variant": self.framing}
         if self.taxonomy is not None:
             meta["taxonomy_shown"] = list(self.taxonomy.names)
             meta["taxonomy_renamed"] = dict(self.taxonomy.renamed)
+        if self.examples is not None:
+            meta["examples"] = dict(self.examples)
         return meta
 
 
@@ -61,7 +66,11 @@ def record_meta(rs: ResolvedSpec, record_id: str) -> dict:
     return RenderedPrompt((), (), framing, shown).meta()
 
 
-def render_prompt(rs: ResolvedSpec, inputs: dict, record_id: str) -> RenderedPrompt:
+def render_prompt(rs: ResolvedSpec, inputs: dict, record_id: str, *, examples: tuple = (),
+                  examples_meta: dict | None = None) -> RenderedPrompt:
+    """The teacher's and the training prompt of one input; `examples` are the bank rows (specs.examples.BankRow)
+    rendered into {{ retrieved_examples }} (chosen by factory.generate.examples), `examples_meta` what the record
+    stores about them."""
     spec = rs.spec
     values: dict[str, str] = dict(rs.prompt_file.blocks)
     values.update({k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in inputs.items()})
@@ -74,9 +83,12 @@ def render_prompt(rs: ResolvedSpec, inputs: dict, record_id: str) -> RenderedPro
     if rs.catalog is not None:
         values["tool_catalog"] = rs.tool_catalog_text
     values["output_schema"] = json.dumps(rs.output_schema, ensure_ascii=False)
+    if spec.examples is not None:
+        values[EXAMPLES_VAR] = render_rows(examples, spec.kind)
 
     def messages(t) -> tuple[dict, ...]:
         return ({"role": "system", "content": render(t.system, values)},
                 {"role": "user", "content": render(t.user, values)})
 
-    return RenderedPrompt(messages(spec.prompt.teacher), messages(spec.prompt.training), framing, shown)
+    return RenderedPrompt(messages(spec.prompt.teacher), messages(spec.prompt.training), framing, shown,
+                          examples_meta)

@@ -64,8 +64,11 @@ def _schema_check(schema: dict | None) -> Callable[[Any], str | None] | None:
 class RecordChecker:
     def __init__(self, *, ruleset: RuleSet | None, schema: dict | None = None, catalog=None, taxonomy=None,
                  variation: bool = False, examples: tuple[WorkedExample, ...] = (), renames: dict | None = None,
-                 origin: str = "", instructions: tuple[InstructionLine, ...] = ()):
+                 origin: str = "", instructions: tuple[InstructionLine, ...] = (), bank=(), kind: str = "plan"):
         self.ruleset = ruleset
+        self.bank = {r.id: r for r in bank}  # a spec's example bank: the rows a record was shown are its examples
+        self._kind = kind
+        self._shown_cache: dict[tuple, tuple[WorkedExample, ...]] = {}
         self.catalog = catalog
         self.schema = schema
         self._schema = _schema_check(schema)
@@ -99,7 +102,7 @@ class RecordChecker:
             ruleset = load_rules(rs.file_paths["rules"])
         return cls(ruleset=ruleset, schema=rs.output_schema, catalog=rs.catalog, taxonomy=rs.taxonomy,
                    variation=bool(rs.spec.taxonomy and rs.spec.taxonomy.variation), examples=spec_examples(rs),
-                   instructions=spec_instructions(rs), origin=rs.ref)
+                   instructions=spec_instructions(rs), origin=rs.ref, bank=rs.bank, kind=rs.spec.kind)
 
     @classmethod
     def for_file(cls, ruleset: RuleSet, rs=None) -> "RecordChecker":
@@ -188,7 +191,7 @@ class RecordChecker:
 
         shown, source = self.shown_for(meta, system)
         self.taxonomy_sources[source] += 1
-        examples, instructions = self.examples, self.instructions
+        examples, instructions = self.shown_examples(meta) or self.examples, self.instructions
         if system and not (examples and instructions):
             _, from_examples, from_lines = self._from_prompt(system)
             examples, instructions = examples or from_examples, instructions or from_lines
@@ -202,6 +205,20 @@ class RecordChecker:
         if stage != STAGE:
             found = [replace(v, stage=stage) for v in found]
         return verdicts + found
+
+    def shown_examples(self, meta: dict | None) -> tuple[WorkedExample, ...]:
+        """The fixed examples plus the retrieved ones a record was shown (``meta.examples.ids``, rows of the spec's
+        bank); () when it was shown none."""
+        ids = tuple(((meta or {}).get("examples") or {}).get("ids") or ())
+        rows = [self.bank[i] for i in ids if i in self.bank]
+        if not rows:
+            return ()
+        hit = self._shown_cache.get(ids)  # one tuple per combination: the rule engine memoises per tuple
+        if hit is None:
+            from mashbill.specs.examples import render_rows
+
+            hit = self._shown_cache[ids] = self.examples + worked_examples(render_rows(rows, self._kind))
+        return hit
 
     def not_a_plan(self) -> None:
         """Count a record the rules could not look at (its target is not JSON)."""

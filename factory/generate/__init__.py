@@ -2,6 +2,7 @@
 
 - ``accounting``: Run accounting: requests, retries, tokens, latency percentiles, accept rate, ETA and cost.
 - ``chains``: A record's chain of attempts: best-of-n samples, votes and repairs, inside the one generate loop.
+- ``examples``: Retrieved examples: the k verified bank rows nearest to a request, shown to the teacher in ...
 - ``generate``: The generate stage: seed inputs -> teacher -> parsed, checked records -> store.
 - ``guards``: Guards that keep a run from burning teacher time on a broken teacher.
 - ``judge``: The judge: a second teacher (spec section `judge:`) that scores accepted records and ranks ...

@@ -138,6 +138,7 @@ def generate(rs: ResolvedSpec, store: Store, teacher: Teacher, *, limit: int | N
         work = _default_work(rs, store, samples)
     if work.repair is not None:
         check_repair(work.rs)  # a bad repair section stops here, before a run row exists
+    work.use_store(store)
     jobs = work.jobs(limit=limit, shard=shard)
     done = store.finished_ids(work.ref.hash)
     todo = [job for job in jobs if job.rid not in done]
@@ -343,7 +344,8 @@ def _probe_round(ctx: _Context, kind: str, min_pass_rate: float) -> tuple[bool, 
     for i, probe in enumerate(probes):
         inputs = {"query": probe.query, **probe.input}
         rid = "probe-" + record_id(rs.hash, {"probe": i, **inputs})[:24]
-        prompt = render_prompt(rs, inputs, rid)
+        render = getattr(ctx.work, "render", None)
+        prompt = render(inputs, rid, rid) if render is not None else render_prompt(rs, inputs, rid)
         by_id[rid] = (i, probe, inputs, prompt)
         requests.append(TeacherRequest(rid, prompt.teacher_messages, ctx.schema, sampling))
     outcomes = [None] * len(probes)

@@ -9,6 +9,7 @@ resume, shards, guards and accounting apply to all of them the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mashbill.factory.records import Record, SpecRef, Verdict, record_id
 from mashbill.factory.shards import shard_of
@@ -53,6 +54,9 @@ class Work:
     def prompt(self, job: Job):
         return render_prompt(self.rs, job.inputs, job.prompt_key or job.rid)
 
+    def use_store(self, store) -> None:
+        """Called by the generate loop with the run's store before the first prompt (a Work may cache there)."""
+
     def job_sampling(self, job: Job) -> dict:
         if not job.seed_offset:
             return self.sampling
@@ -90,6 +94,22 @@ class SpecWork(Work):
         self.samples = samples
         self.repair = rs.spec.repair
         self.pick = rs.spec.samples
+        self.retriever = None  # the spec's retrieved examples (factory.generate.examples), set up by use_store
+
+    def use_store(self, store) -> None:
+        if self.rs.spec.examples is not None and self.retriever is None:
+            from mashbill.factory.generate.examples import Retriever
+
+            self.retriever = Retriever(self.rs, cache_root=Path(store.root) / "embeddings")
+
+    def render(self, inputs: dict, key: str, rid: str):
+        """The prompt of one input: the spec's, with the retrieved examples when it has an examples section."""
+        if self.retriever is not None:
+            return self.retriever.prompt(inputs, rid, key)
+        return render_prompt(self.rs, inputs, key)
+
+    def prompt(self, job: Job):
+        return self.render(job.inputs, job.prompt_key or job.rid, job.rid)
 
     def jobs(self, *, limit=None, shard=None) -> list[Job]:
         base = select_jobs([(record_id(self.rs.hash, i), i) for i in self.inputs], limit=limit, shard=shard)

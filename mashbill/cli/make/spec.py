@@ -1,4 +1,4 @@
-"""`mashbill spec ls | show | check | lock`: inspect and guard versioned specs."""
+"""`mashbill spec ls | show | check | lock | examples`: inspect and guard versioned specs, make example banks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, Group, echo_json, json_option, out
+from mashbill.cli._common import EXIT_FINDINGS, EXIT_OK, Group, echo_json, json_option, out, store_option
 from mashbill.errors import MashbillError, SpecError
 
 
@@ -103,7 +103,13 @@ def show(name, show_prompt, as_json):
     if show_prompt and example is not None:
         from mashbill.factory.records import record_id
 
-        p = render_prompt(rs, example, record_id(rs.hash, example))
+        rid = record_id(rs.hash, example)
+        if s.examples is not None:  # the bank rows nearest to the seed (MiniLM), as generate shows them
+            from mashbill.factory.generate.examples import Retriever
+
+            p = Retriever(rs).prompt(example, rid)
+        else:
+            p = render_prompt(rs, example, rid)
         for label, msgs in (("teacher", p.teacher_messages), ("training", p.training_messages)):
             for m in msgs:
                 out.rule(f"{label} / {m['role']}")
@@ -197,3 +203,32 @@ def lock(paths, as_json):
     if as_json:
         echo_json({"locked": locked, "refused": refused})
     sys.exit(EXIT_FINDINGS if refused else EXIT_OK)
+
+
+@command.command("examples")
+@click.argument("spec")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False),
+              help="The bank file to write (JSONL; name it NAME@VERSION.jsonl).")
+@click.option("--prefix", default=None, help="Row id prefix (default: the spec's name).")
+@store_option
+@json_option(help='Print {"spec", "path", "usable", "train", "left_out_eval_test"} as JSON.')
+def examples(spec, out_path, prefix, store_path, as_json):
+    """Write SPEC's usable records (accepted and validated, or accepted/corrected in review) as an example bank
+    for a spec's `examples: {bank, k}` section: the train side of the snapshot split only.
+
+    \b
+    Example:  mashbill spec examples quickstart-plan@7 --out bank.jsonl --store ./mashbill-data
+    """
+    from mashbill.curation.examples_bank import bank_rows, write_bank
+    from mashbill.factory.store import Store
+    from mashbill.specs import find_spec, load_spec
+
+    rs = load_spec(find_spec(spec))
+    with Store.open(store_path, create=False) as store:
+        rows, counts = bank_rows(rs, store, prefix=prefix)
+    path = write_bank(rows, out_path)
+    if as_json:
+        echo_json({"spec": rs.ref, "path": str(path), **counts})
+        return
+    out.print(f"{path}: {counts['train']} row(s) from {counts['usable']} usable record(s) of {rs.ref} "
+              f"({counts['left_out_eval_test']} on the eval/test side left out)")
