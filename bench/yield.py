@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/yield.py [--split report|tune|all] [--limit N] [--methods single repair vote]
                                     [--attempts 2] [--samples 3] [--threads 1]
+                                    [--teacher embedded|server] [--dd] [--dd-python PATH]
 
 Each method runs the one generate loop (`factory.generate.generate`, with `factory.generate.chains`) with the embedded SmolLM2-135M
 teacher on the requests of `tests/fixtures/complexity_labels/labels.jsonl` (labelled by eye; report half by
@@ -12,8 +13,15 @@ default), with the prompt, teacher and rule set of quickstart-complexity@5, into
 For each: accepted share, precision of what is accepted (right / accepted, against the gold label), right records
 per 100 requests, teacher seconds and tokens (in + out) per right record, and the repair success rate per code.
 
-The plan yardstick, retrieved examples and the NeMo Data Designer comparison of issue 27 are not built here: their
-fields on the LAST line are `n/a`. The LAST line is machine-readable.
+`--teacher server` asks the same GGUF behind llama.cpp's OpenAI-compatible server on 127.0.0.1
+(bench/yield_server.py) through the OpenAI-compatible teacher instead of the in-process one: the repair path is not
+tied to the embedded teacher. `--dd` runs NeMo Data Designer (`data-designer`, in its own environment:
+--dd-python, default ~/.cache/mashbill-dd-venv/bin/python) against that server on the same requests, rendered
+prompts and schema, with `max_correction_steps` = --attempts, and scores its outputs with the same yardstick and rule
+set (bench/yield_dd.py); where it cannot run, it says where it stopped and its fields are `n/a`.
+
+The plan yardstick and retrieved examples of issue 27 are not built here: their fields on the LAST line are `n/a`.
+The LAST line is machine-readable.
 """
 
 from __future__ import annotations
@@ -47,6 +55,11 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
     repair = data.pop("repair")
+    if getattr(args, "teacher", "embedded") == "server":  # --teacher server: the same GGUF behind llama.cpp's server
+        from yield_server import SERVER_RUNTIME, server_teacher
+
+        data["teacher"] = server_teacher(data["teacher"], args.server_url)
+        data["runtime"] = {**data.get("runtime", {}), **SERVER_RUNTIME}
     if method == "repair":
         data["repair"] = {**repair, "max_attempts": args.attempts}
     elif method == "vote":
@@ -80,6 +93,35 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
             "repair": snap.get("repair", {}).get("by_code", {})}
 
 
+def start_server(args):
+    """--teacher server or --dd: llama.cpp's server on the embedded teacher's GGUF (bench/yield_server.py)."""
+    from yield_server import LlamaServer, embedded_gguf
+
+    from mashbill.specs import load_spec
+
+    teacher = load_spec(SPEC).spec.teacher
+    server = LlamaServer(embedded_gguf(teacher.model), threads=args.threads, n_ctx=teacher.n_ctx,
+                         seed=teacher.sampling.seed).start()
+    args.server_url = server.url
+    print(f"server: llama.cpp's server on {server.url} serving {server.model.name} as smollm2 "
+          f"({args.threads} thread(s))")
+    return server
+
+
+def make_bench_teacher(args, rows):
+    """The teacher every method shares: embedded (in-process) or the server's, checked before any bulk work."""
+    from mashbill.factory.teachers import make_teacher
+    from mashbill.specs import load_spec
+
+    if args.teacher == "embedded":
+        return make_teacher(load_spec(SPEC).spec.teacher, threads=args.threads)
+    with tempfile.TemporaryDirectory(prefix="mashbill-yield-probe-") as tmp:
+        rs = load_spec(method_spec(Path(tmp), "single", rows, args))
+    teacher = make_teacher(rs.spec.teacher, runtime=rs.spec.runtime)
+    teacher.check_schema(rs.output_schema)  # the preflight: reachable, serves smollm2, enforces the schema
+    return teacher
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
@@ -88,15 +130,19 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=2, help="repair: max_attempts")
     ap.add_argument("--samples", type=int, default=3, help="vote: samples per request")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
+    ap.add_argument("--teacher", default="embedded", choices=("embedded", "server"),
+                    help="embedded: llama.cpp in-process; server: the same GGUF behind llama.cpp's server")
+    ap.add_argument("--dd", action="store_true", help="also run NeMo Data Designer against the server")
+    ap.add_argument("--dd-python", default=None, help="the Data Designer environment's python")
+    ap.add_argument("--dd-keep", default=None, help="copy Data Designer's requests, rows and calls into this folder")
     args = ap.parse_args()
 
-    from mashbill.factory.teachers import make_teacher
-    from mashbill.specs import load_spec
-
     rows = load_rows(args.split)[: args.limit]
-    teacher = make_teacher(load_spec(SPEC).spec.teacher, threads=args.threads)
+    server = start_server(args) if args.teacher == "server" or args.dd else None
+    dd, teacher = None, None
     results = []
     try:
+        teacher = make_bench_teacher(args, rows)
         with tempfile.TemporaryDirectory(prefix="mashbill-yield-") as tmp:
             for method in args.methods:
                 res = run_method(method, rows, teacher, Path(tmp), args)
@@ -110,8 +156,15 @@ def main() -> None:
                     print("        repair success per code: " + ", ".join(
                         f"{c} {v['fixed']}/{v['tried']}" for c, v in res["repair"].items()))
                 sys.stdout.flush()
+            if args.dd:
+                from yield_dd import run_dd
+
+                dd = run_dd(args, rows, method_spec(Path(tmp), "single", rows, args), Path(tmp) / "dd")
     finally:
-        teacher.close()
+        if teacher is not None:
+            teacher.close()
+        if server is not None:
+            server.stop()
     by = {r["method"]: r for r in results}
     best = max(results, key=lambda r: (r["right_per_100"], r["precision"]))
     single = by.get("single")
@@ -121,12 +174,15 @@ def main() -> None:
     def f(x, fmt="{:.3f}"):
         return "n/a" if x is None else fmt.format(x)
 
+    dd = dd or {}
+    print(f"load {open('/proc/loadavg').read().strip()}")
     print(f"single_right_per_100={f(single and single['right_per_100'], '{:.1f}')} "
-          f"best_right_per_100={best['right_per_100']:.1f} dd_right_per_100=n/a "
+          f"best_right_per_100={best['right_per_100']:.1f} dd_right_per_100={f(dd.get('right_per_100'), '{:.1f}')} "
           f"single_precision={f(single and single['precision'])} best_precision={best['precision']:.3f} "
-          f"dd_precision=n/a best_teacher_s_per_right={f(best['teacher_s_per_right'], '{:.2f}')} "
-          f"dd_teacher_s_per_right=n/a repair_success_rate={f(fixed / tried if tried else None)} "
-          f"best_method={best['method']} rows={len(rows)} split={args.split}")
+          f"dd_precision={f(dd.get('precision'))} best_teacher_s_per_right={f(best['teacher_s_per_right'], '{:.2f}')} "
+          f"dd_teacher_s_per_right={f(dd.get('teacher_s_per_right'), '{:.2f}')} "
+          f"repair_success_rate={f(fixed / tried if tried else None)} "
+          f"best_method={best['method']} rows={len(rows)} split={args.split} teacher={args.teacher}")
 
 
 if __name__ == "__main__":
