@@ -18,7 +18,9 @@ per 100 requests, teacher seconds and tokens (in + out) per right record, and th
 tied to the embedded teacher. `--dd` runs NeMo Data Designer (`data-designer`, in its own environment:
 --dd-python, default ~/.cache/mashbill-dd-venv/bin/python) against that server on the same requests, rendered
 prompts and schema, with `max_correction_steps` = --attempts, and scores its outputs with the same yardstick and rule
-set (bench/yield_dd.py); where it cannot run, it says where it stopped and its fields are `n/a`.
+set (bench/yield_dd.py), in two setups (--dd-setups): `prompted` (DD's own: the schema in the prompt, DD parses and
+corrects) and `constrained` (the schema also enforced by the server, through DD's extra_body); the LAST line's dd_
+fields are the better setup's (`dd_setup=`). Where DD cannot run, it says where it stopped and its fields are `n/a`.
 
 The plan yardstick and retrieved examples of issue 27 are not built here: their fields on the LAST line are `n/a`.
 The LAST line is machine-readable.
@@ -134,6 +136,9 @@ def main() -> None:
                     help="embedded: llama.cpp in-process; server: the same GGUF behind llama.cpp's server")
     ap.add_argument("--dd", action="store_true", help="also run NeMo Data Designer against the server")
     ap.add_argument("--dd-python", default=None, help="the Data Designer environment's python")
+    ap.add_argument("--dd-setups", nargs="+", default=["prompted", "constrained"],
+                    choices=("prompted", "constrained"), help="prompted: DD's schema in the prompt (its default); "
+                    "constrained: also enforced by the server through DD's extra_body")
     ap.add_argument("--dd-keep", default=None, help="copy Data Designer's requests, rows and calls into this folder")
     args = ap.parse_args()
 
@@ -159,7 +164,10 @@ def main() -> None:
             if args.dd:
                 from yield_dd import run_dd
 
-                dd = run_dd(args, rows, method_spec(Path(tmp), "single", rows, args), Path(tmp) / "dd")
+                spec = method_spec(Path(tmp), "single", rows, args)  # DD gets the prompts single shot sends
+                ran = [run_dd(args, rows, spec, Path(tmp) / f"dd-{s}", s) for s in args.dd_setups]
+                ran = [r for r in ran if "stopped" not in r]
+                dd = max(ran, key=lambda r: (r["right_per_100"], r["precision"])) if ran else None
     finally:
         if teacher is not None:
             teacher.close()
@@ -182,7 +190,8 @@ def main() -> None:
           f"dd_precision={f(dd.get('precision'))} best_teacher_s_per_right={f(best['teacher_s_per_right'], '{:.2f}')} "
           f"dd_teacher_s_per_right={f(dd.get('teacher_s_per_right'), '{:.2f}')} "
           f"repair_success_rate={f(fixed / tried if tried else None)} "
-          f"best_method={best['method']} rows={len(rows)} split={args.split} teacher={args.teacher}")
+          f"best_method={best['method']} rows={len(rows)} split={args.split} teacher={args.teacher} "
+          f"dd_setup={dd['method'][3:] if dd else 'n/a'}")
 
 
 if __name__ == "__main__":

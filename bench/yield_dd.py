@@ -187,14 +187,20 @@ class TimingProxy:
         self._client.close()
 
 
-def run_dd(args, rows: list[dict], spec_path: Path, folder: Path) -> dict:
-    """DD against the bench's server on `rows`; prints its line (or where it stopped) and returns its results."""
+SETUPS = ("prompted", "constrained")
+
+
+def run_dd(args, rows: list[dict], spec_path: Path, folder: Path, setup: str = "prompted") -> dict:
+    """DD against the bench's server on `rows`; prints its line (or where it stopped) and returns its results.
+    setup `prompted`: DD as its documentation sets it up (the schema in the prompt, DD parses and corrects);
+    `constrained`: the schema also sent for the server to enforce, through DD's `extra_body`."""
+    name = f"dd-{setup}"
     from mashbill.specs import load_spec
     from mashbill.validators.checker import RecordChecker
 
     python = Path(args.dd_python or DD_PY)
     if not python.exists():
-        return _stopped(f"no Data Designer environment at {python} (python -m venv it; pip install "
+        return _stopped(name, f"no Data Designer environment at {python} (python -m venv it; pip install "
                         "data-designer==0.9.7)")
     rs = load_spec(spec_path)
     folder.mkdir(parents=True, exist_ok=True)
@@ -209,7 +215,8 @@ def run_dd(args, rows: list[dict], spec_path: Path, folder: Path) -> dict:
         cmd = [str(python), str(DD_SCRIPT), "--requests", str(req_file), "--schema", str(schema_file),
                "--url", proxy.url, "--model", "smollm2", "--out", str(folder),
                "--correction-steps", str(args.attempts), "--temperature", str(sampling.temperature),
-               "--top-p", str(sampling.top_p), "--max-tokens", str(DD_MAX_TOKENS), "--seed", str(sampling.seed)]
+               "--top-p", str(sampling.top_p), "--max-tokens", str(DD_MAX_TOKENS), "--seed", str(sampling.seed),
+               *(["--constrained"] if setup == "constrained" else [])]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=folder,
                               env={**os.environ, "PYTHONPATH": "", "NO_COLOR": "1"})
         calls = [c for c in proxy.calls if c["path"].endswith("/chat/completions")]
@@ -223,22 +230,23 @@ def run_dd(args, rows: list[dict], spec_path: Path, folder: Path) -> dict:
         where = info.get("stage", "start")
         why = info.get("error") or (proc.stderr or proc.stdout).strip()[-600:]
         if not (where == "create" and asked and all(c["status"] == 200 for c in asked)):
-            return _stopped(f"stopped at {where} (exit {proc.returncode}): {why}")
+            return _stopped(name, f"stopped at {where} (exit {proc.returncode}): {why}")
         # create raises when every row was dropped; the requests were asked and answered: none kept
-        print(f"dd      Data Designer kept no row: {why.splitlines()[0][:300]}")
+        print(f"{name:7s} Data Designer kept no row: {why.splitlines()[0][:300]}")
         (folder / "dd_rows.jsonl").write_text("", encoding="utf-8")
     out_dir = getattr(args, "dd_keep", None)
     if out_dir:  # keep the real outputs (bench/checks reads a recorded one)
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        for name in ("requests.jsonl", "dd_rows.jsonl", "dd_calls.jsonl"):
-            (Path(out_dir) / name).write_bytes((folder / name).read_bytes())
+        keep = Path(out_dir) / setup
+        keep.mkdir(parents=True, exist_ok=True)
+        for f in ("requests.jsonl", "dd_rows.jsonl", "dd_calls.jsonl"):
+            (keep / f).write_bytes((folder / f).read_bytes())
     gold = {r["query"]: r["label"] for r in rows}
     res = score_dd(read_dd_rows(folder / "dd_rows.jsonl"), requests, RecordChecker.for_spec(rs), gold,
                    "complexity", asked)
-    res["version"], res["wall_s"] = info.get("version"), info.get("wall_s")
+    res["method"], res["version"], res["wall_s"] = name, info.get("version"), info.get("wall_s")
     per_s = f"{res['teacher_s_per_right']:.2f}" if res["teacher_s_per_right"] else "n/a"
     wall = f"{res['wall_s']:.1f}" if res["wall_s"] else "n/a"
-    print(f"dd      accepted {res['accepted']}/{res['requests']} ({res['accepted_share']:.3f}) precision "
+    print(f"{name:7s} accepted {res['accepted']}/{res['requests']} ({res['accepted_share']:.3f}) precision "
           f"{res['precision']:.3f} right/100 {res['right_per_100']:.1f} calls {res['calls']} teacher_s "
           f"{res['teacher_s']:.1f} teacher_s/right {per_s} tokens/right "
           f"{res['tokens_per_right'] and round(res['tokens_per_right'])}")
@@ -261,6 +269,6 @@ def _is_health_check(sent: bytes | None) -> bool:
     return texts == ["You are a helpful assistant.", "Hello!"]
 
 
-def _stopped(why: str) -> dict:
-    print(f"dd      Data Designer did not run: {why}")
-    return {"stopped": why}
+def _stopped(name: str, why: str) -> dict:
+    print(f"{name:7s} Data Designer did not run: {why}")
+    return {"method": name, "stopped": why}

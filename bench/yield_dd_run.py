@@ -7,6 +7,8 @@ column over our rendered prompts, against an OpenAI-compatible server, with DD's
 REQ.jsonl: one {"i", "system", "user"} per request (our prompt, rendered by bench/yield_dd.py). DD's
 `LLMStructuredColumnConfig` asks with `system_prompt="{{ system }}"`, `prompt="{{ user }}"` and our JSON Schema as
 `output_format` (DD adds its own schema instructions to the user turn and parses a ```json fence or bare JSON);
+With --constrained the schema also goes to the server in DD's `extra_body` (llama-cpp-python's
+`response_format: json_object + schema`), so decoding is constrained as ours is.
 `RunConfig.max_conversation_correction_steps` = --correction-steps, `max_conversation_restarts` = 0 (so a
 request costs at most 1 + correction-steps calls, as ours does), one request in flight. Writes DIR/dd_rows.jsonl
 (one {"i", "output", "trace"} per row DD kept; a row DD dropped is absent) and prints one JSON line with the
@@ -34,6 +36,9 @@ def main() -> int:
     ap.add_argument("--top-p", type=float, default=0.95)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--constrained", action="store_true",
+                    help="also send the schema for the server to enforce (extra_body response_format, as "
+                         "llama-cpp-python's server takes it); default: DD's own prompted schema only")
     args = ap.parse_args()
 
     stage = "import data_designer"
@@ -50,8 +55,10 @@ def main() -> int:
         schema = json.loads(Path(args.schema).read_text(encoding="utf-8"))
         provider = ModelProvider(name="llama-cpp", endpoint=args.url, provider_type="openai", api_key="none",
                                  extra_body={"seed": args.seed})
+        extra = {"response_format": {"type": "json_object", "schema": schema}} if args.constrained else None
         params = ChatCompletionInferenceParams(temperature=args.temperature, top_p=args.top_p,
-                                               max_tokens=args.max_tokens, max_parallel_requests=1, timeout=600)
+                                               max_tokens=args.max_tokens, max_parallel_requests=1, timeout=600,
+                                               extra_body=extra)
         model = ModelConfig(alias="teacher", model=args.model, provider="llama-cpp", inference_parameters=params)
         builder = DataDesignerConfigBuilder(model_configs=[model])
         builder.with_seed_dataset(DataFrameSeedSource(df=pd.DataFrame(rows)))
