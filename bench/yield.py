@@ -60,7 +60,7 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     if getattr(args, "teacher", "embedded") == "server":  # --teacher server: the same GGUF behind llama.cpp's server
         from yield_server import SERVER_RUNTIME, server_teacher
 
-        data["teacher"] = server_teacher(data["teacher"], args.server_url)
+        data["teacher"] = server_teacher(data["teacher"])
         data["runtime"] = {**data.get("runtime", {}), **SERVER_RUNTIME}
     if method == "repair":
         data["repair"] = {**repair, "max_attempts": args.attempts}
@@ -80,7 +80,8 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
     rs = load_spec(method_spec(folder, method, rows, args))
     gold = {r["query"]: r["label"] for r in rows}
     with Store.open(folder / method) as store:
-        summary = generate(rs, store, teacher, checks=[RecordChecker.for_spec(rs).factory_check()])
+        summary = generate(rs, store, teacher, checks=[RecordChecker.for_spec(rs).factory_check()],
+                           work=bench_work(rs, method, rows, args))
         records = store.records(spec_hash=rs.hash, status=None)
     accepted = [r for r in records if r.status == "accepted"]
     right = sum(1 for r in accepted if r.output.get("complexity") == gold[r.input["query"]])
@@ -93,6 +94,23 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
             "teacher_s_per_right": snap["teacher_s"] / right if right else None,
             "tokens_per_right": (snap["tokens_in"] + snap["tokens_out"]) / right if right else None,
             "repair": snap.get("repair", {}).get("by_code", {})}
+
+
+def bench_work(rs, method: str, rows: list[dict], args):
+    """None (the spec's own work) with the embedded teacher; with the server, the same work asking the prompts
+    the embedded teacher gets for this method (bench/yield_server.py: same_prompts_work)."""
+    if getattr(args, "teacher", "embedded") != "server":
+        return None
+    import argparse
+
+    from yield_server import same_prompts_work
+
+    from mashbill.specs import load_spec
+
+    embedded = argparse.Namespace(**{**vars(args), "teacher": "embedded"})
+    with tempfile.TemporaryDirectory(prefix="mashbill-yield-key-") as tmp:
+        key_hash = load_spec(method_spec(Path(tmp), method, rows, embedded)).hash
+    return same_prompts_work(rs, key_hash)
 
 
 def start_server(args):
@@ -119,7 +137,7 @@ def make_bench_teacher(args, rows):
         return make_teacher(load_spec(SPEC).spec.teacher, threads=args.threads)
     with tempfile.TemporaryDirectory(prefix="mashbill-yield-probe-") as tmp:
         rs = load_spec(method_spec(Path(tmp), "single", rows, args))
-    teacher = make_teacher(rs.spec.teacher, runtime=rs.spec.runtime)
+    teacher = make_teacher(rs.spec.teacher, runtime=rs.spec.runtime, base_url=args.server_url)
     teacher.check_schema(rs.output_schema)  # the preflight: reachable, serves smollm2, enforces the schema
     return teacher
 
@@ -164,8 +182,11 @@ def main() -> None:
             if args.dd:
                 from yield_dd import run_dd
 
+                from mashbill.specs import load_spec
+
                 spec = method_spec(Path(tmp), "single", rows, args)  # DD gets the prompts single shot sends
-                ran = [run_dd(args, rows, spec, Path(tmp) / f"dd-{s}", s) for s in args.dd_setups]
+                work = bench_work(load_spec(spec), "single", rows, args)
+                ran = [run_dd(args, rows, spec, Path(tmp) / f"dd-{s}", s, work) for s in args.dd_setups]
                 ran = [r for r in ran if "stopped" not in r]
                 dd = max(ran, key=lambda r: (r["right_per_100"], r["precision"])) if ran else None
     finally:

@@ -30,11 +30,12 @@ DD_SCRIPT = Path(__file__).resolve().parent / "yield_dd_run.py"
 DD_MAX_TOKENS = 64  # DD decodes unconstrained and wraps its JSON in a ```json fence: more room than our 16 tokens
 
 
-def dd_requests(rs, rows: list[dict]) -> list[dict]:
-    """One {"i", "query", "system", "user", "meta"} per yardstick row: the prompt our single shot sends for it."""
+def dd_requests(rs, rows: list[dict], work=None) -> list[dict]:
+    """One {"i", "query", "system", "user", "meta"} per yardstick row: the prompt our single shot sends for it
+    (`work`: the single-shot method's work, default the spec's own)."""
     from mashbill.factory.generate.work import SpecWork
 
-    work = SpecWork(rs)
+    work = work or SpecWork(rs)
     by_query = {job.inputs["query"]: job for job in work.jobs()}
     out = []
     for i, row in enumerate(rows):
@@ -190,7 +191,7 @@ class TimingProxy:
 SETUPS = ("prompted", "constrained")
 
 
-def run_dd(args, rows: list[dict], spec_path: Path, folder: Path, setup: str = "prompted") -> dict:
+def run_dd(args, rows: list[dict], spec_path: Path, folder: Path, setup: str = "prompted", work=None) -> dict:
     """DD against the bench's server on `rows`; prints its line (or where it stopped) and returns its results.
     setup `prompted`: DD as its documentation sets it up (the schema in the prompt, DD parses and corrects);
     `constrained`: the schema also sent for the server to enforce, through DD's `extra_body`."""
@@ -204,7 +205,7 @@ def run_dd(args, rows: list[dict], spec_path: Path, folder: Path, setup: str = "
                         "data-designer==0.9.7)")
     rs = load_spec(spec_path)
     folder.mkdir(parents=True, exist_ok=True)
-    requests = dd_requests(rs, rows)
+    requests = dd_requests(rs, rows, work)
     req_file = folder / "requests.jsonl"
     req_file.write_text("".join(json.dumps({k: r[k] for k in ("i", "system", "user")}, ensure_ascii=False) + "\n"
                                 for r in requests), encoding="utf-8")

@@ -85,10 +85,29 @@ def embedded_gguf(teacher_model: str) -> Path:
     return Path(resolve_model_path(teacher_model))
 
 
-def server_teacher(teacher: dict, url: str) -> dict:
-    """The spec's teacher section (a dict) asked through the server instead: same model file, same sampling."""
-    return {"backend": "openai", "model": MODEL_ALIAS, "base_url": url, "n_ctx": teacher.get("n_ctx", 4096),
+def server_teacher(teacher: dict) -> dict:
+    """The spec's teacher section (a dict) asked through the server instead: same model file, same sampling. The
+    URL is not written into it (the teacher gets it as `--base-url` does): a port would change the spec hash."""
+    return {"backend": "openai", "model": MODEL_ALIAS, "n_ctx": teacher.get("n_ctx", 4096),
             "sampling": dict(teacher.get("sampling") or {}), "constrained": teacher.get("constrained", True)}
+
+
+def same_prompts_work(rs, key_hash: str):
+    """The spec's seed work, but each job's prompt (its framing) drawn with the record id it has under the spec
+    hash `key_hash` (the embedded method's), not under this spec's: a server run asks exactly the prompts the
+    embedded run asks, so a difference between them is the teacher path's, not the framings'."""
+    import dataclasses
+
+    from mashbill.factory.generate.work import SpecWork
+    from mashbill.factory.records import record_id
+
+    class SamePrompts(SpecWork):
+        def jobs(self, *, limit=None, shard=None):
+            return [dataclasses.replace(j, prompt_key=record_id(key_hash, {k: v for k, v in j.inputs.items()
+                                                                           if k != "sample"}))
+                    for j in super().jobs(limit=limit, shard=shard)]
+
+    return SamePrompts(rs)
 
 
 # One request in flight: llama.cpp's server answers one at a time, so a second would only queue and its wait
