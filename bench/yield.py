@@ -157,6 +157,8 @@ def main() -> None:
     ap.add_argument("--dd-setups", nargs="+", default=["prompted", "constrained"],
                     choices=("prompted", "constrained"), help="prompted: DD's schema in the prompt (its default); "
                     "constrained: also enforced by the server through DD's extra_body")
+    ap.add_argument("--dd-as-sent", action="store_true", help="forward DD's requests unchanged (llama-cpp-python's "
+                    "server then refuses its content-part lists: shows where DD stops without the proxy's join)")
     ap.add_argument("--dd-keep", default=None, help="copy Data Designer's requests, rows and calls into this folder")
     args = ap.parse_args()
 

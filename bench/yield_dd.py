@@ -212,7 +212,7 @@ def run_dd(args, rows: list[dict], spec_path: Path, folder: Path, setup: str = "
     schema_file = folder / "schema.json"
     schema_file.write_text(json.dumps(rs.output_schema), encoding="utf-8")
     sampling = rs.spec.teacher.sampling
-    with TimingProxy(args.server_url) as proxy:
+    with TimingProxy(args.server_url, flatten=not getattr(args, "dd_as_sent", False)) as proxy:
         cmd = [str(python), str(DD_SCRIPT), "--requests", str(req_file), "--schema", str(schema_file),
                "--url", proxy.url, "--model", "smollm2", "--out", str(folder),
                "--correction-steps", str(args.attempts), "--temperature", str(sampling.temperature),
