@@ -1,8 +1,9 @@
 """bench/yield_dd.py: NeMo Data Designer's outputs read back and scored like ours, on a real recorded DD run.
 
 bench/checks/data/yield_dd/ holds what `bench/yield.py --teacher server --dd --dd-keep` kept from data-designer
-0.9.7 against llama.cpp's server on SmolLM2-135M (see its README): DD's rows (`dd_rows.jsonl`, with DD's own
-conversation trace per row) and the calls the timing proxy saw (`dd_calls.jsonl`), for both setups.
+0.9.7 against llama.cpp's server on SmolLM2-135M: DD's rows (`dd_rows.jsonl`, with DD's own
+conversation trace per row) and the calls the timing proxy saw (`dd_calls.jsonl`), for both setups;
+recorded.json says how and when.
 """
 
 from __future__ import annotations
