@@ -231,7 +231,11 @@ def run_dd(args, rows: list[dict], spec_path: Path, folder: Path, setup: str = "
         where = info.get("stage", "start")
         why = info.get("error") or (proc.stderr or proc.stdout).strip()[-600:]
         if not (where == "create" and asked and all(c["status"] == 200 for c in asked)):
-            return _stopped(name, f"stopped at {where} (exit {proc.returncode}): {why}")
+            refused = next((c for c in calls if c["status"] != 200), None)
+            server = (f"\n        the server answered HTTP {refused['status']}"
+                      f"{' to its health check' if refused['health_check'] else ''}: {refused.get('answer', '')[:300]}"
+                      if refused else "")
+            return _stopped(name, f"stopped at {where} (exit {proc.returncode}): {why}{server}")
         # create raises when every row was dropped; the requests were asked and answered: none kept
         print(f"{name:7s} Data Designer kept no row: {why.splitlines()[0][:300]}")
         (folder / "dd_rows.jsonl").write_text("", encoding="utf-8")
