@@ -23,7 +23,7 @@ corrects) and `constrained` (the schema also enforced by the server, through DD'
 fields are the better setup's (`dd_setup=`). Where DD cannot run, it says where it stopped and its fields are `n/a`.
 
 The plan yardstick and retrieved examples of issue 27 are not built here: their fields on the LAST line are `n/a`.
-The LAST line is machine-readable.
+The LAST line is machine-readable; it ends with `teacher=embedded|server` and `dd_setup=`.
 """
 
 from __future__ import annotations
@@ -119,6 +119,9 @@ def start_server(args):
 
     from mashbill.specs import load_spec
 
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed bench stops its server too (finally)
     teacher = load_spec(SPEC).spec.teacher
     server = LlamaServer(embedded_gguf(teacher.model), threads=args.threads, n_ctx=teacher.n_ctx,
                          seed=teacher.sampling.seed).start()
