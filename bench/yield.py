@@ -1,7 +1,9 @@
 """Right records per 100 requests: single shot vs repair with the verdict vs a vote or best-of-n, on a yardstick.
 
     .venv/bin/python bench/yield.py [--yardstick complexity|plan] [--split report|tune|all] [--limit N]
-                                    [--methods single repair vote best_of_n] [--attempts 2] [--samples 3] [--threads 1]
+                                    [--methods single repair vote best_of_n retrieved repair+retrieved]
+                                    [--attempts 2] [--samples 3] [--k 6] [--threads 1]
+                                    [--teacher embedded|server] [--dd] [--dd-python PATH]
 
 Each method runs the one generate loop (`factory.generate.generate`, with `factory.generate.chains`) with the embedded SmolLM2-135M
 teacher on the requests of `tests/fixtures/complexity_labels/labels.jsonl` (labelled by eye; report half by
@@ -22,8 +24,18 @@ methods `single`, `repair` (its repair section, `max_attempts: --attempts`) and 
 an accepted plan is right when
 `exporters.evaluation.plan_yardstick.score_records` (eval_metrics.plan_verdict) finds nothing wrong with it.
 
-The NeMo Data Designer comparison of issue 27 is not built here: its
-fields on the LAST line are `n/a`. The LAST line is machine-readable.
+`--teacher server` asks the same GGUF behind llama.cpp's OpenAI-compatible server on 127.0.0.1
+(bench/yield_server.py) through the OpenAI-compatible teacher instead of the in-process one: the repair path is not
+tied to the embedded teacher. `--dd` runs NeMo Data Designer (`data-designer`, in its own environment:
+--dd-python, default ~/.cache/mashbill-dd-venv/bin/python) against that server on the same requests, rendered
+prompts and schema, with `max_correction_steps` = --attempts, and scores its outputs with the same yardstick and rule
+set (bench/yield_dd.py), in two setups (--dd-setups): `prompted` (DD's own: the schema in the prompt, DD parses and
+corrects) and `constrained` (the schema also enforced by the server, through DD's extra_body); the LAST line's dd_
+fields are the better setup's (`dd_setup=`). Where DD cannot run, it says where it stopped and its fields are `n/a`.
+
+`--teacher server` and `--dd` run on the complexity side; the plan side asks the embedded teacher.
+The LAST line is machine-readable; it ends with `teacher=embedded|server`, `dd_setup=` (`n/a` without --dd) and
+`yardstick=`.
 """
 
 from __future__ import annotations
@@ -58,6 +70,11 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
     repair = data.pop("repair")
+    if getattr(args, "teacher", "embedded") == "server":  # --teacher server: the same GGUF behind llama.cpp's server
+        from yield_server import SERVER_RUNTIME, server_teacher
+
+        data["teacher"] = server_teacher(data["teacher"])
+        data["runtime"] = {**data.get("runtime", {}), **SERVER_RUNTIME}
     if method in ("repair", "repair+retrieved"):
         data["repair"] = {**repair, "max_attempts": args.attempts}
     elif method == "vote":
@@ -97,7 +114,8 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
     rs = load_spec(method_spec(folder, method, rows, args))
     gold = {r["query"]: r["label"] for r in rows}
     with Store.open(folder / method) as store:
-        summary = generate(rs, store, teacher, checks=[RecordChecker.for_spec(rs).factory_check()])
+        summary = generate(rs, store, teacher, checks=[RecordChecker.for_spec(rs).factory_check()],
+                           work=bench_work(rs, method, rows, args))
         records = store.records(spec_hash=rs.hash, status=None)
     accepted = [r for r in records if r.status == "accepted"]
     right = sum(1 for r in accepted if r.output.get("complexity") == gold[r.input["query"]])
@@ -176,6 +194,56 @@ def load_plan_rows(split: str) -> list[dict]:
     return [r for r in chain.from_iterable(zip_longest(*by.values())) if r is not None]
 
 
+def bench_work(rs, method: str, rows: list[dict], args):
+    """None (the spec's own work) with the embedded teacher; with the server, the same work asking the prompts
+    the embedded teacher gets for this method (bench/yield_server.py: same_prompts_work)."""
+    if getattr(args, "teacher", "embedded") != "server":
+        return None
+    import argparse
+
+    from yield_server import same_prompts_work
+
+    from mashbill.specs import load_spec
+
+    embedded = argparse.Namespace(**{**vars(args), "teacher": "embedded"})
+    with tempfile.TemporaryDirectory(prefix="mashbill-yield-key-") as tmp:
+        key_hash = load_spec(method_spec(Path(tmp), method, rows, embedded)).hash
+    return same_prompts_work(rs, key_hash)
+
+
+def start_server(args):
+    """--teacher server or --dd: llama.cpp's server on the embedded teacher's GGUF (bench/yield_server.py)."""
+    from yield_server import LlamaServer, embedded_gguf
+
+    from mashbill.specs import load_spec
+
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a killed bench stops its server too (finally)
+    teacher = load_spec(SPEC).spec.teacher
+    server = LlamaServer(embedded_gguf(teacher.model), threads=args.threads, n_ctx=teacher.n_ctx,
+                         seed=teacher.sampling.seed).start()
+    args.server_url = server.url
+    print(f"server: llama.cpp's server on {server.url} serving {server.model.name} as smollm2 "
+          f"({args.threads} thread(s))")
+    return server
+
+
+def make_bench_teacher(args, rows):
+    """The teacher every method shares: embedded (in-process) or the server's, checked before any bulk work."""
+    from mashbill.factory.teachers import make_teacher
+    from mashbill.specs import load_spec
+
+    if args.teacher == "embedded":
+        return make_teacher(load_spec(PLAN_SPEC if args.yardstick == "plan" else SPEC).spec.teacher,
+                            threads=args.threads)
+    with tempfile.TemporaryDirectory(prefix="mashbill-yield-probe-") as tmp:
+        rs = load_spec(method_spec(Path(tmp), "single", rows, args))
+    teacher = make_teacher(rs.spec.teacher, runtime=rs.spec.runtime, base_url=args.server_url)
+    teacher.check_schema(rs.output_schema)  # the preflight: reachable, serves smollm2, enforces the schema
+    return teacher
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--yardstick", default="complexity", choices=("complexity", "plan"),
@@ -190,19 +258,30 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=3, help="vote / best_of_n: samples per request")
     ap.add_argument("--k", type=int, default=6, help="retrieved: bank rows shown per request")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
+    ap.add_argument("--teacher", default="embedded", choices=("embedded", "server"),
+                    help="embedded: llama.cpp in-process; server: the same GGUF behind llama.cpp's server")
+    ap.add_argument("--dd", action="store_true", help="also run NeMo Data Designer against the server")
+    ap.add_argument("--dd-python", default=None, help="the Data Designer environment's python")
+    ap.add_argument("--dd-setups", nargs="+", default=["prompted", "constrained"],
+                    choices=("prompted", "constrained"), help="prompted: DD's schema in the prompt (its default); "
+                    "constrained: also enforced by the server through DD's extra_body")
+    ap.add_argument("--dd-as-sent", action="store_true", help="forward DD's requests unchanged (llama-cpp-python's "
+                    "server then refuses its content-part lists: shows where DD stops without the proxy's join)")
+    ap.add_argument("--dd-keep", default=None, help="copy Data Designer's requests, rows and calls into this folder")
     args = ap.parse_args()
-
-    from mashbill.factory.teachers import make_teacher
-    from mashbill.specs import load_spec
 
     plan = args.yardstick == "plan"
     args.methods = args.methods or (["single", "repair", "best_of_n"] if plan else ["single", "repair", "vote"])
     if plan and {"vote", "retrieved", "repair+retrieved"} & set(args.methods):
         ap.error("--yardstick plan runs single, repair and best_of_n (quickstart-plan@8 is the retrieved plan spec)")
+    if plan and (args.teacher == "server" or args.dd):
+        ap.error("--yardstick plan asks the embedded teacher; --teacher server and --dd run on the complexity side")
     rows = (load_plan_rows if plan else load_rows)(args.split)[: args.limit]
-    teacher = make_teacher(load_spec(PLAN_SPEC if plan else SPEC).spec.teacher, threads=args.threads)
+    server = start_server(args) if args.teacher == "server" or args.dd else None
+    dd, teacher = None, None
     results = []
     try:
+        teacher = make_bench_teacher(args, rows)
         with tempfile.TemporaryDirectory(prefix="mashbill-yield-") as tmp:
             for method in args.methods:
                 res = (run_plan_method if plan else run_method)(method, rows, teacher, Path(tmp), args)
@@ -218,8 +297,21 @@ def main() -> None:
                 if res.get("wrong_by"):
                     print("        accepted but wrong: " + ", ".join(f"{k} {v}" for k, v in res["wrong_by"].items()))
                 sys.stdout.flush()
+            if args.dd:
+                from yield_dd import run_dd
+
+                from mashbill.specs import load_spec
+
+                spec = method_spec(Path(tmp), "single", rows, args)  # DD gets the prompts single shot sends
+                work = bench_work(load_spec(spec), "single", rows, args)
+                ran = [run_dd(args, rows, spec, Path(tmp) / f"dd-{s}", s, work) for s in args.dd_setups]
+                ran = [r for r in ran if "stopped" not in r]
+                dd = max(ran, key=lambda r: (r["right_per_100"], r["precision"])) if ran else None
     finally:
-        teacher.close()
+        if teacher is not None:
+            teacher.close()
+        if server is not None:
+            server.stop()
     by = {r["method"]: r for r in results}
     best = max(results, key=lambda r: (r["right_per_100"], r["precision"]))
     single = by.get("single")
@@ -229,12 +321,16 @@ def main() -> None:
     def f(x, fmt="{:.3f}"):
         return "n/a" if x is None else fmt.format(x)
 
+    dd = dd or {}
+    print(f"load {open('/proc/loadavg').read().strip()}")
     print(f"single_right_per_100={f(single and single['right_per_100'], '{:.1f}')} "
-          f"best_right_per_100={best['right_per_100']:.1f} dd_right_per_100=n/a "
+          f"best_right_per_100={best['right_per_100']:.1f} dd_right_per_100={f(dd.get('right_per_100'), '{:.1f}')} "
           f"single_precision={f(single and single['precision'])} best_precision={best['precision']:.3f} "
-          f"dd_precision=n/a best_teacher_s_per_right={f(best['teacher_s_per_right'], '{:.2f}')} "
-          f"dd_teacher_s_per_right=n/a repair_success_rate={f(fixed / tried if tried else None)} "
-          f"best_method={best['method']} rows={len(rows)} split={args.split} yardstick={args.yardstick}")
+          f"dd_precision={f(dd.get('precision'))} best_teacher_s_per_right={f(best['teacher_s_per_right'], '{:.2f}')} "
+          f"dd_teacher_s_per_right={f(dd.get('teacher_s_per_right'), '{:.2f}')} "
+          f"repair_success_rate={f(fixed / tried if tried else None)} "
+          f"best_method={best['method']} rows={len(rows)} split={args.split} teacher={args.teacher} "
+          f"dd_setup={dd['method'][3:] if dd else 'n/a'} yardstick={args.yardstick}")
 
 
 if __name__ == "__main__":
