@@ -202,10 +202,9 @@ class OpenAITeacher:
              "stream": False}
         if sampling.get("top_k"):
             p["top_k"] = sampling["top_k"]
-        penalty = sampling.get("repeat_penalty", 1.0)
-        if penalty != 1.0:
-            p["repetition_penalty"] = penalty  # vLLM, TGI
-            p["repeat_penalty"] = penalty  # llama.cpp
+        if "repeat_penalty" in sampling:  # sent at 1.0 too: llama.cpp's server would apply its own default 1.1
+            p["repetition_penalty"] = sampling["repeat_penalty"]  # vLLM, TGI
+            p["repeat_penalty"] = sampling["repeat_penalty"]  # llama.cpp
         if schema is not None and mode and mode != "auto":
             p.update(structured_fields(mode, schema))
         return p

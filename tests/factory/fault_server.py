@@ -70,6 +70,9 @@ def request_schema(body: dict) -> dict | None:
     return body.get("guided_json")
 
 
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "max_tokens", "repeat_penalty", "repetition_penalty")
+
+
 class FaultServer:
     def __init__(self, *, model: str = "fault-model", schedule: Callable[[str, int], str | None] | None = None,
                  delay_s: float = 0.0, hang_s: float = 3.0, slow_s: float = 0.5, retry_after: str = "1",
@@ -84,6 +87,7 @@ class FaultServer:
         self.by_seed = by_seed  # answers vary with the request's sampling seed too (best-of-n and vote samples)
         self.attempts: dict[str, int] = {}
         self.log: list[tuple[str, int, str | None]] = []  # (key, attempt, fault) per chat request
+        self.sampling: list[dict] = []  # the sampling fields of each chat request, as sent
         self.gate = threading.Event()  # releases requests scheduled to `hold`
         self.log_file = log_file  # one line per chat request, for tests that watch a server in another process
         self._lock = threading.Lock()
@@ -161,6 +165,7 @@ class FaultServer:
                     return self._send(404, json.dumps({"error": {"message": f"model {body.get('model')} not found"}})
                                       .encode())
                 messages = body.get("messages") or []
+                server.sampling.append({k: body[k] for k in SAMPLING_FIELDS if k in body})
                 key = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
                 _, fault = server.next_attempt(key)
                 if server.delay_s:

@@ -139,3 +139,16 @@ def test_retry_after_header_forms():
     assert 25 <= retry_after_s(when) <= 30
     assert retry_after_s("99999") == 600.0
     assert json.loads(json.dumps(retry_after_s("0"))) == 0.0
+
+
+@pytest.mark.parametrize("penalty", [None, 1.0, 1.3])
+def test_the_spec_repeat_penalty_is_always_sent(fault_server, tmp_path, penalty):
+    """llama.cpp's server applies its own repeat_penalty (1.1) to a request that names none, so a spec's 1.0
+    (also the default when the spec says nothing) must be sent, under both names servers read."""
+    server = fault_server(model="fault-model")
+    sampling = {"temperature": 0.0, "max_tokens": 16, "seed": 3,
+                **({} if penalty is None else {"repeat_penalty": penalty})}
+    spec = complexity_spec(tmp_path, model="fault-model", sampling=sampling)
+    run_generate(str(spec), tmp_path / "store", limit=2, progress=False, base_url=server.url)
+    asked = [s for s in server.sampling if s.get("max_tokens") == 16]
+    assert asked and all(s["repeat_penalty"] == s["repetition_penalty"] == (penalty or 1.0) for s in asked), asked
