@@ -69,6 +69,8 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     for key in ("output_schema", "rules"):
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
+    if getattr(args, "repeat_penalty", None) is not None:
+        data["teacher"]["sampling"]["repeat_penalty"] = args.repeat_penalty
     repair = data.pop("repair")
     if getattr(args, "teacher", "embedded") == "server":  # --teacher server: the same GGUF behind llama.cpp's server
         from yield_server import SERVER_RUNTIME, server_teacher
@@ -144,6 +146,8 @@ def plan_method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     for key in ("output_schema", "rules"):
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
+    if getattr(args, "repeat_penalty", None) is not None:
+        data["teacher"]["sampling"]["repeat_penalty"] = args.repeat_penalty
     repair = data.pop("repair")
     if method == "repair":
         data["repair"] = {**repair, "max_attempts": args.attempts}
@@ -257,6 +261,8 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=2, help="repair: max_attempts")
     ap.add_argument("--samples", type=int, default=3, help="vote / best_of_n: samples per request")
     ap.add_argument("--k", type=int, default=6, help="retrieved: bank rows shown per request")
+    ap.add_argument("--repeat-penalty", type=float, default=None,
+                    help="the teacher's repeat_penalty for every method (default: the spec's, 1.0)")
     ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: spinning threads stall on a busy machine)")
     ap.add_argument("--teacher", default="embedded", choices=("embedded", "server"),
                     help="embedded: llama.cpp in-process; server: the same GGUF behind llama.cpp's server")
@@ -330,7 +336,8 @@ def main() -> None:
           f"dd_teacher_s_per_right={f(dd.get('teacher_s_per_right'), '{:.2f}')} "
           f"repair_success_rate={f(fixed / tried if tried else None)} "
           f"best_method={best['method']} rows={len(rows)} split={args.split} teacher={args.teacher} "
-          f"dd_setup={dd['method'][3:] if dd else 'n/a'} yardstick={args.yardstick}")
+          f"dd_setup={dd['method'][3:] if dd else 'n/a'} yardstick={args.yardstick} "
+          f"repeat_penalty={args.repeat_penalty or 'spec'}")
 
 
 if __name__ == "__main__":

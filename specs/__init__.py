@@ -2,6 +2,7 @@
 
 - ``catalog``: Rendering the precision-tool catalog into prompt text.
 - ``examples``: Example banks: verified examples a spec shows its teacher in place of one fixed worked ...
+- ``holdout``: A spec's holdout set and what "the same query" means (dedup, leakage, retrieved examples).
 - ``loader``: Load a spec, resolve every file it references, validate them, and compute its content hash.
 - ``lock``: specs.lock: name@version -> content hash.
 - ``model``: Typed models of specs and the shared files they reference.

@@ -43,8 +43,8 @@ def test_the_server_path_accounts_like_the_embedded_one(llama_server, tmp_path):
     stored = {}
     for mode in ("embedded", "server"):
         with Store.open(tmp_path / mode / "repair") as store:
-            backend = store.sql("SELECT backend FROM runs").column(0).to_pylist()
             recs = store.records(status=None)
+            backend = [run["backend"] for run in store.runs_info(sorted(store.record_runs([r.id for r in recs]).values()))]
             attempts = store.attempts([r.id for r in recs])
         stored[mode] = (backend, {r.input["query"]: r.meta.get("prompt_variant") for r in recs}, attempts)
     assert stored["embedded"][0] == ["llama_cpp"] and stored["server"][0] == ["openai"]

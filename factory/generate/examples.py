@@ -20,25 +20,15 @@ order shown), so ``rebuild_prompt`` renders the same prompt again from the recor
 
 from __future__ import annotations
 
-import json
-import re
-import unicodedata
 from pathlib import Path
 
 from mashbill.errors import MashbillError
 from mashbill.hashing import sha256_text
 from mashbill.specs.examples import SHOWN_SPLITS
+from mashbill.specs.holdout import MIN_CONTAINED, MIN_SHARE, normalize, read_holdout
 from mashbill.specs.prompting import render_prompt
 
 HOLDOUT_JACCARD = 0.8
-MIN_CONTAINED = 12
-MIN_SHARE = 0.5
-_NON_ALNUM = re.compile(r"[^\w]+")
-
-
-def normalize(text: str) -> str:
-    """NFKC, case-folded, punctuation and runs of spaces to one space."""
-    return _NON_ALNUM.sub(" ", unicodedata.normalize("NFKC", text or "").casefold()).strip()
 
 
 def _grams(text: str, n: int = 5) -> set[str]:
@@ -46,42 +36,9 @@ def _grams(text: str, n: int = 5) -> set[str]:
 
 
 def holdout_texts(rs) -> list[str]:
-    """Normalized queries of the spec's holdout files (.jsonl rows or a .json list with query/prompt/question/...,
-    a .json benchmark's test_cases, or .txt lines)."""
-    out = []
-    fields = ("query", "prompt", "question", "input", "instruction", "text")
-
-    def text_of(obj):
-        if isinstance(obj, str):
-            return obj
-        return next((obj[f] for f in fields if isinstance(obj.get(f), str) and obj[f].strip()), None) \
-            if isinstance(obj, dict) else None
-
-    for role, path in sorted(rs.file_paths.items()):
-        if not role.startswith("holdout."):
-            continue
-        if Path(path).suffix == ".json":  # a list of rows, or a benchmark file with a test_cases list
-            try:
-                data = json.loads(Path(path).read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise MashbillError(f"{path}:{exc.lineno}: holdout file is not JSON ({exc.msg})") from None
-            items = data.get("test_cases", []) if isinstance(data, dict) else data if isinstance(data, list) else []
-            out += [normalize(t) for t in map(text_of, items) if t]
-            continue
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
-            if not line.strip():
-                continue
-            if Path(path).suffix == ".jsonl":
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MashbillError(f"{path}:{n}: holdout row is not JSON ({exc.msg})") from None
-                text = text_of(obj)
-            else:
-                text = line
-            if text:
-                out.append(normalize(text))
-    return out
+    """Normalized queries of the spec's holdout files, read as the leakage check reads them."""
+    return [normalize(item.text) for role, path in sorted(rs.file_paths.items()) if role.startswith("holdout.")
+            for item in read_holdout(path)]
 
 
 def is_held_out(query: str, holdout: list[str]) -> bool:
@@ -155,8 +112,6 @@ class Retriever:
         """The k rows nearest to `query` (most similar last), never the request itself."""
         if not self.rows:
             return []
-        import numpy as np
-
         sims = self.bank_matrix() @ self._vectors([query])[0]
         own = normalize(query)
         keep = [i for i, r in enumerate(self.rows) if normalize(r.query) != own and r.record_id != record_id]

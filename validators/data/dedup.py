@@ -16,38 +16,16 @@ wrong on half its pairs of short queries; see ``near_pairs``). The first record 
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
 
 from mashbill.factory.records import Verdict
+from mashbill.specs.holdout import normalize
 
-_NON_ALNUM = re.compile(r"[^\w\ue000-\ue00f]+|_+")
-_OPERATORS = "+-*/^=<>%×÷·"
-# an operator next to a number or a parenthesis on one side and an operand on the other
-_OP = re.compile(r"(?<=[\d)])\s*([-+*/^=<>%×÷·])\s*(?=[\w(])|(?<=[\w)])\s*([-+*/^=<>%×÷·])\s*(?=[\d(])")
-_PLACE = {op: chr(0xE000 + i) for i, op in enumerate(_OPERATORS)}
-_AROUND = re.compile(r"\s*([\ue000-\ue00f])\s*")
-_BACK = str.maketrans({v: k for k, v in _PLACE.items()})
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _C = np.uint64(1 << 32)
-
-
-def normalize(text: str) -> str:
-    """What "the same query" means for dedup, holdout leakage, split grouping and the cross-split check (one rule
-    set for all four, so they never disagree): NFKC, case-folded, punctuation to spaces, but an operator between
-    two operands, one of them a number or a parenthesis, is kept ("sqrt(2)*sqrt(3)" and "sqrt(2)+sqrt(3)" stay
-    apart; "7-3", "1/2"; not "e-mail", "km/h")."""
-    text = unicodedata.normalize("NFKC", text or "").casefold()
-    if not any(op in text for op in _OPERATORS):
-        return _NON_ALNUM.sub(" ", text).strip()
-    marked = _OP.sub(lambda m: _PLACE[m.group(1) or m.group(2)], text)
-    if marked == text:
-        return _NON_ALNUM.sub(" ", text).strip()
-    return _AROUND.sub(r"\1", _NON_ALNUM.sub(" ", marked)).strip().translate(_BACK)
 
 
 def _mix(z: np.ndarray) -> np.ndarray:

@@ -10,96 +10,23 @@ similarity (character 5-grams; MinHash/LSH candidates confirmed exactly, as in d
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 from mashbill.factory.records import Verdict
+from mashbill.specs.holdout import MIN_CONTAINED, MIN_SHARE, HoldoutFileError, HoldoutItem, read_holdout
 from mashbill.validators.data.dedup import near_pairs, normalize
 from mashbill.validators.errors import ValidationInputError
 
-_TEXT_FIELDS = ("query", "prompt", "question", "input", "instruction", "text")
-
-
-@dataclass(frozen=True)
-class HoldoutItem:
-    source: str  # "file:row" or "eval:<record id>"
-    text: str
-
-
-def _text_of(obj) -> str | None:
-    if isinstance(obj, str):
-        return obj
-    if isinstance(obj, dict):
-        for f in _TEXT_FIELDS:
-            v = obj.get(f)
-            if isinstance(v, str) and v.strip():
-                return v
-        if isinstance(obj.get("messages"), list):
-            users = [m.get("content") for m in obj["messages"] if isinstance(m, dict) and m.get("role") == "user"]
-            if users and isinstance(users[0], str):
-                return users[0]
-        if isinstance(obj.get("turns"), list) and obj["turns"]:
-            t = obj["turns"][-1]
-            return t if isinstance(t, str) else _text_of(t)
-    return None
-
-
 def load_holdout(path: str | Path) -> list[HoldoutItem]:
-    """Benchmark queries from a .txt (one per line), .jsonl or .json file (rows with query/prompt/question/...,
-    or a benchmark file with a test_cases list)."""
-    p = Path(path)
+    """`specs.holdout.load_holdout`, its errors as validation input errors (one line, exit 2)."""
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ValidationInputError(f"{p}: cannot read holdout file ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationInputError(f"{p}: holdout file is not UTF-8 (byte {exc.start})") from None
-    items: list[HoldoutItem] = []
-    # lines end at "\n" only: str.splitlines would also split at U+0085, U+2028 ... inside a JSON string
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-    if p.suffix == ".txt":
-        for n, line in enumerate(lines, 1):
-            if line.strip():
-                items.append(HoldoutItem(f"{p.name}:{n}", line.strip()))
-    elif p.suffix == ".jsonl":
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValidationInputError(f"{p}:{n}: holdout row is not JSON ({exc.msg})") from None
-            t = _text_of(obj)
-            if t is None:
-                raise ValidationInputError(f"{p}:{n}: holdout row has no query/prompt/question/input text")
-            items.append(HoldoutItem(f"{p.name}:{n}", t))
-    elif p.suffix == ".json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationInputError(f"{p}: holdout file is not JSON ({exc.msg}, line {exc.lineno})") from None
-        rows = obj.get("test_cases") if isinstance(obj, dict) else obj
-        if not isinstance(rows, list):
-            raise ValidationInputError(f"{p}: expected a JSON list or an object with test_cases")
-        for n, row in enumerate(rows, 1):
-            t = _text_of(row)
-            if t is not None:
-                name = row.get("id") if isinstance(row, dict) and isinstance(row.get("id"), str) else n
-                items.append(HoldoutItem(f"{p.name}:{name}", t))
-    else:
-        raise ValidationInputError(f"{p}: holdout files must be .txt, .jsonl or .json")
-    if not items:
-        raise ValidationInputError(f"{p}: holdout file holds no queries")
-    return items
+        return read_holdout(path)
+    except HoldoutFileError as exc:
+        raise ValidationInputError(str(exc)) from None
 
 
-MIN_CONTAINED = 12  # characters (without spaces) of the contained text
-MIN_SHARE = 0.5  # the contained text is at least this share of the containing one
 LONG_ITEM = 25  # a holdout item this long leaks wherever it appears verbatim (a prompt embedding a benchmark query)
 MAX_WORDS = 80  # a holdout item longer than this is only matched the other ways (MinHash)
 
