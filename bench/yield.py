@@ -50,7 +50,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
-SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@5.yaml"
+SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-complexity@5.yaml"
 PLAN_SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-plan@7.yaml"
 
 
@@ -61,8 +61,10 @@ def load_rows(split: str) -> list[dict]:
 
 def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     """quickstart-complexity@5 with the yardstick's requests as seeds and the method's sections."""
+    from mashbill.specs.loader import spec_home
+
     data = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
-    base = SPEC.parent
+    base = spec_home(SPEC)
     data["name"], data["version"] = f"yield-{method}", 1
     data["seeds"] = [{"inline": [{"query": r["query"], "lang": r["lang"]} for r in rows]}]
     data["prompt"]["file"] = str((base / data["prompt"]["file"]).resolve())
