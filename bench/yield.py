@@ -59,20 +59,28 @@ def load_rows(split: str) -> list[dict]:
     return [r for r in rows if split == "all" or r["split"] == split]
 
 
-def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
-    """quickstart-complexity@5 with the yardstick's requests as seeds and the method's sections."""
+def seeded_spec(spec: Path, name: str, rows: list[dict], file_sections: tuple[str, ...], args) -> dict:
+    """A library spec's data as a spec of its own: the yardstick's requests as inline seeds, every referenced
+    file by absolute path (the copy lives in a temporary folder) and --repeat-penalty applied."""
     from mashbill.specs.loader import spec_home
 
-    data = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
-    base = spec_home(SPEC)
-    data["name"], data["version"] = f"yield-{method}", 1
+    data = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    base = spec_home(spec)
+    data["name"], data["version"] = name, 1
     data["seeds"] = [{"inline": [{"query": r["query"], "lang": r["lang"]} for r in rows]}]
-    data["prompt"]["file"] = str((base / data["prompt"]["file"]).resolve())
+    for key in file_sections:
+        data[key]["file"] = str((base / data[key]["file"]).resolve())
     for key in ("output_schema", "rules"):
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
     if getattr(args, "repeat_penalty", None) is not None:
         data["teacher"]["sampling"]["repeat_penalty"] = args.repeat_penalty
+    return data
+
+
+def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
+    """quickstart-complexity@5 with the yardstick's requests as seeds and the method's sections."""
+    data = seeded_spec(SPEC, f"yield-{method}", rows, ("prompt",), args)
     repair = data.pop("repair")
     if getattr(args, "teacher", "embedded") == "server":  # --teacher server: the same GGUF behind llama.cpp's server
         from yield_server import SERVER_RUNTIME, server_teacher
@@ -139,17 +147,7 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
 
 def plan_method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     """quickstart-plan@7 with the plan yardstick's requests as seeds and the method's sections."""
-    data = yaml.safe_load(PLAN_SPEC.read_text(encoding="utf-8"))
-    base = PLAN_SPEC.parent
-    data["name"], data["version"] = f"yield-plan-{method}", 1
-    data["seeds"] = [{"inline": [{"query": r["query"], "lang": r["lang"]} for r in rows]}]
-    for key in ("prompt", "taxonomy", "tools"):
-        data[key]["file"] = str((base / data[key]["file"]).resolve())
-    for key in ("output_schema", "rules"):
-        data[key] = str((base / data[key]).resolve())
-    data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
-    if getattr(args, "repeat_penalty", None) is not None:
-        data["teacher"]["sampling"]["repeat_penalty"] = args.repeat_penalty
+    data = seeded_spec(PLAN_SPEC, f"yield-plan-{method}", rows, ("prompt", "taxonomy", "tools"), args)
     repair = data.pop("repair")
     if method == "repair":
         data["repair"] = {**repair, "max_attempts": args.attempts}

@@ -23,9 +23,25 @@ SLOW_FIXTURES = {"quickstart", "rehearsal", "llama_server", "classify_run", "lor
                  "argilla"}
 
 
+# Measured durations (setup + call + teardown, seconds) of a whole quiet run: `python scripts/slow_tests.py LOG`
+# writes them from `scripts/test.sh --durations=0` output. A test that took SLOW_S or more is in the slow lane too,
+# so the fast lane stays fast without a mark in every file; a test not measured yet runs in the fast lane.
+DURATIONS = ROOT / "tests" / "durations.json"
+SLOW_S = 1.0
+
+
+def measured_slow() -> set[str]:
+    import json
+
+    if not DURATIONS.is_file():
+        return set()
+    return {node for node, s in json.loads(DURATIONS.read_text(encoding="utf-8")).items() if s >= SLOW_S}
+
+
 def pytest_collection_modifyitems(config, items):
+    slow = measured_slow()
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
 
 
