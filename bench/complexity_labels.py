@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
 RULES_DIR = ROOT / "specs" / "library" / "shared" / "rules"
-SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-complexity@4.yaml"  # the prompt and teacher of @1-@4
+SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@4.yaml"  # the prompt and teacher of @1-@4
 CLASSES = ("trivial", "moderate", "complex", "memory_recall")
 
 

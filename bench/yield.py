@@ -50,7 +50,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
-SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-complexity@5.yaml"
+SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@5.yaml"
 PLAN_SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-plan@7.yaml"
 
 
