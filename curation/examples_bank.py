@@ -10,11 +10,11 @@ test record to a teacher. The file is written atomically; rows are sorted by que
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from mashbill.errors import MashbillError
-from mashbill.factory.generate.examples import normalize
+from mashbill.files import write_file_atomic
+from mashbill.specs.holdout import normalize
 
 
 def bank_rows(rs, store, *, prefix: str | None = None) -> tuple[list[dict], dict]:
@@ -48,10 +48,5 @@ def write_bank(rows: list[dict], out: str | Path) -> Path:
         raise MashbillError("no usable train records to write (run `mashbill validate` first: a record is usable "
                             "once it passed validation)")
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=False) + "\n" for r in rows), encoding="utf-8")
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    tmp.replace(out)
+    write_file_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8"))
     return out
