@@ -239,7 +239,7 @@ def make_bench_teacher(args, rows):
     from mashbill.specs import load_spec
 
     if args.teacher == "embedded":
-        return make_teacher(load_spec(PLAN_SPEC if args.yardstick == "plan" else SPEC).spec.teacher,
+        return make_teacher(load_spec(PLAN_SPEC if getattr(args, "yardstick", "complexity") == "plan" else SPEC).spec.teacher,
                             threads=args.threads)
     with tempfile.TemporaryDirectory(prefix="mashbill-yield-probe-") as tmp:
         rs = load_spec(method_spec(Path(tmp), "single", rows, args))
