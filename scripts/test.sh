@@ -2,7 +2,8 @@
 # Set up everything the tests need on a fresh machine, then run the whole test suite.
 #   bash scripts/test.sh            # everything (what CI runs)
 #   bash scripts/test.sh --fast     # the fast lane: -m "not slow" (no quick start, no training, no export, no
-#                                   # real-model generate runs); extra arguments go to pytest either way
+#                                   # real-model generate runs, no test tests/durations.json measured at 1 s or
+#                                   # more: see tests/conftest.py); extra arguments go to pytest either way
 set -euo pipefail
 MARK=()
 if [ "${1:-}" = "--fast" ]; then
