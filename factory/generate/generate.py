@@ -37,7 +37,7 @@ from mashbill.factory.generate.work import Job, SpecWork, Work, select_jobs
 from mashbill.factory.records import Record, SpecRef, Verdict, parse_verdict, record_id, schema_verdicts
 from mashbill.factory.store import Store
 from mashbill.factory.teachers.base import Teacher, TeacherRequest, TeacherResult
-from mashbill.specs import ResolvedSpec, render_prompt
+from mashbill.specs import ResolvedSpec
 
 log = logging.getLogger(__name__)
 
@@ -344,8 +344,7 @@ def _probe_round(ctx: _Context, kind: str, min_pass_rate: float) -> tuple[bool, 
     for i, probe in enumerate(probes):
         inputs = {"query": probe.query, **probe.input}
         rid = "probe-" + record_id(rs.hash, {"probe": i, **inputs})[:24]
-        render = getattr(ctx.work, "render", None)
-        prompt = render(inputs, rid, rid) if render is not None else render_prompt(rs, inputs, rid)
+        prompt = ctx.work.render(inputs, rid, rid)
         by_id[rid] = (i, probe, inputs, prompt)
         requests.append(TeacherRequest(rid, prompt.teacher_messages, ctx.schema, sampling))
     outcomes = [None] * len(probes)

@@ -51,8 +51,12 @@ class Work:
         """Asked lazily, just before the job is sent: False skips it for this run."""
         return True
 
+    def render(self, inputs: dict, key: str, rid: str):
+        """The prompt of one input (`key` draws its framing and taxonomy; `rid` is its record id)."""
+        return render_prompt(self.rs, inputs, key)
+
     def prompt(self, job: Job):
-        return render_prompt(self.rs, job.inputs, job.prompt_key or job.rid)
+        return self.render(job.inputs, job.prompt_key or job.rid, job.rid)
 
     def use_store(self, store) -> None:
         """Called by the generate loop with the run's store before the first prompt (a Work may cache there)."""
@@ -106,10 +110,7 @@ class SpecWork(Work):
         """The prompt of one input: the spec's, with the retrieved examples when it has an examples section."""
         if self.retriever is not None:
             return self.retriever.prompt(inputs, rid, key)
-        return render_prompt(self.rs, inputs, key)
-
-    def prompt(self, job: Job):
-        return self.render(job.inputs, job.prompt_key or job.rid, job.rid)
+        return super().render(inputs, key, rid)
 
     def jobs(self, *, limit=None, shard=None) -> list[Job]:
         base = select_jobs([(record_id(self.rs.hash, i), i) for i in self.inputs], limit=limit, shard=shard)
