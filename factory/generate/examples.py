@@ -73,7 +73,7 @@ class Retriever:
         holdout = holdout_texts(rs)
         # rows that may ever be shown; the request itself is left out per request
         self.rows = [r for r in rs.bank if r.split in SHOWN_SPLITS and not is_held_out(r.query, holdout)]
-        self.by_id = {r.id: r for r in rs.bank}
+        self._normalized = [normalize(r.query) for r in self.rows]  # once, not once per request
         self._encoder = encoder
         self._cache_root = Path(cache_root) if cache_root is not None else None
         self._matrix = None
@@ -114,7 +114,7 @@ class Retriever:
             return []
         sims = self.bank_matrix() @ self._vectors([query])[0]
         own = normalize(query)
-        keep = [i for i, r in enumerate(self.rows) if normalize(r.query) != own and r.record_id != record_id]
+        keep = [i for i, r in enumerate(self.rows) if self._normalized[i] != own and r.record_id != record_id]
         top = sorted(keep, key=lambda i: (-float(sims[i]), self.rows[i].id))[: self.k]
         return [self.rows[i] for i in reversed(top)]
 
