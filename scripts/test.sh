@@ -21,4 +21,9 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 # The review tests start a real argilla-server; build its own environment up front (cached, ~1 minute once).
 .venv/bin/mashbill review serve --build-only >&2
-exec .venv/bin/python -m pytest -q "${MARK[@]}" "$@"
+# Two pytest-xdist workers: the quick start's chain is one long group on one worker while the other takes the rest
+# (tests/conftest.py groups the tests that share a costly session fixture). MASHBILL_TEST_WORKERS=0 runs serially.
+WORKERS="${MASHBILL_TEST_WORKERS:-2}"
+XDIST=()
+[ "$WORKERS" != 0 ] && XDIST=(-n "$WORKERS" --dist loadgroup --no-loadscope-reorder)
+exec .venv/bin/python -m pytest -q "${XDIST[@]}" "${MARK[@]}" "$@"

@@ -38,11 +38,37 @@ def measured_slow() -> set[str]:
     return {node for node, s in json.loads(DURATIONS.read_text(encoding="utf-8")).items() if s >= SLOW_S}
 
 
+# The suite runs on two pytest-xdist workers (scripts/test.sh: -n 2 --dist loadgroup). A session fixture is built
+# once per worker that uses it, so every test that needs one of these costly ones goes to one worker as a group
+# (the first group named in this order wins for a test that uses two). Under xdist the groups that take longest
+# are collected first, so that each starts at once on a worker of its own while the other worker takes the rest.
+XDIST_GROUPS = (("quickstart", {"quickstart"}),
+                ("exporters", {"plan_snapshot", "classify_run", "lora_run", "onnx_export", "gguf_export"}),
+                ("argilla", {"argilla"}),
+                ("llama_server", {"llama_server"}),
+                ("trainers", {"smol_base", "snaps"}),
+                ("rehearsal", {"rehearsal"}))
+
+
+def xdist_group(fixturenames) -> str | None:
+    names = set(fixturenames)
+    return next((group for group, fixtures in XDIST_GROUPS if fixtures & names), None)
+
+
 def pytest_collection_modifyitems(config, items):
     slow = measured_slow()
-    for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.nodeid in slow:
+    rank = {group: i for i, (group, _) in enumerate(XDIST_GROUPS)}
+    order = {}
+    for i, item in enumerate(items):
+        names = getattr(item, "fixturenames", ())
+        if SLOW_FIXTURES & set(names) or item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+        group = xdist_group(names)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+        order[item.nodeid] = (rank.get(group, len(rank)), i)
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, so the collections agree
+        items.sort(key=lambda item: order[item.nodeid])
 
 
 @pytest.fixture

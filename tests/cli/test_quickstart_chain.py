@@ -36,7 +36,7 @@ def _ok(proc, what: str):
 
 # what the test runs for the README's train and export lines (each checked after it runs)
 TRAIN_EXPORT = [["train", "classify", "quickstart-classify", "--stage", "steps:60"],
-                ["train", "sft", "quickstart-sft", "--stage", "steps:2"],
+                ["train", "sft", "quickstart-sft", "--stage", "steps:1"],
                 ["train", "dpo", "quickstart-dpo", "--stage", "steps:1"],
                 ["export", "onnx", "./mashbill-runs/quickstart-classify", "--store", "./mashbill-data"],
                 ["export", "gguf", "./mashbill-runs/quickstart-sft", "--store", "./mashbill-data"],
@@ -152,7 +152,7 @@ def test_quick_start_to_a_verified_release_and_a_tamper_named(quickstart):
         lineage = json.loads((cwd / "mashbill-runs" / run / "lineage.json").read_text(encoding="utf-8"))
         assert lineage["method"] == method and lineage["stage"].startswith("steps:")
     sft_metrics = json.loads((cwd / "mashbill-runs" / "quickstart-sft" / "metrics.json").read_text(encoding="utf-8"))
-    assert sft_metrics["global_step"] == 2
+    assert sft_metrics["global_step"] == 1
     # DPO on the quick start's preference snapshot: its pairs are the runtime prompt and two JSON plans
     [pref] = [s for s in snaps if s.startswith("quickstart-preference@")]
     pairs = _preference_pairs(cwd / "mashbill-data" / "snapshots", pref)
