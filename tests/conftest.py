@@ -55,6 +55,7 @@ def xdist_group(fixturenames) -> str | None:
     return next((group for group, fixtures in XDIST_GROUPS if fixtures & names), None)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks into the node ids
 def pytest_collection_modifyitems(config, items):
     slow = measured_slow()
     rank = {group: i for i, (group, _) in enumerate(XDIST_GROUPS)}
