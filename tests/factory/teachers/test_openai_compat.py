@@ -6,6 +6,7 @@ must come before any bulk work: the store then holds no run at all.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -152,3 +153,19 @@ def test_the_spec_repeat_penalty_is_always_sent(fault_server, tmp_path, penalty)
     run_generate(str(spec), tmp_path / "store", limit=2, progress=False, base_url=server.url)
     asked = [s for s in server.sampling if s.get("max_tokens") == 16]
     assert asked and all(s["repeat_penalty"] == s["repetition_penalty"] == (penalty or 1.0) for s in asked), asked
+
+
+def test_httpcore_finds_its_async_library_without_a_failing_import():
+    """httpcore asks `import sniffio` on every lock and event of every request; without the package that import
+    fails and walks sys.path each time (a quarter of the teacher's CPU against a fast server). The openai extra
+    installs it."""
+    import importlib.util
+
+    from httpcore._synchronization import current_async_library
+
+    assert importlib.util.find_spec("sniffio") is not None
+    assert asyncio.run(_library(current_async_library)) == "asyncio"
+
+
+async def _library(probe):
+    return probe()
