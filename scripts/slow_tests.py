@@ -16,7 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 
 LINE = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*?)\s*$")
-# pytest-xdist's loadgroup appends "@GROUP" to a grouped test's id (after any parameter brackets)
+# pytest-xdist's loadgroup appends "@GROUP" to a grouped test's id, after any parameter brackets (an "@" inside
+# them is followed by "]", so it never matches)
 GROUP = re.compile(r"@[A-Za-z0-9_]+$")
 
 
@@ -25,10 +26,7 @@ def durations(text: str) -> dict[str, float]:
     for line in text.splitlines():
         m = LINE.match(line)
         if m:
-            node = m.group(3)
-            if node.rfind("@") > node.rfind("]"):
-                node = GROUP.sub("", node)
-            out[node] += float(m.group(1))
+            out[GROUP.sub("", m.group(3))] += float(m.group(1))
     return {node: round(s, 2) for node, s in sorted(out.items())}
 
 

@@ -40,8 +40,8 @@ def measured_slow() -> set[str]:
 
 # The suite runs on two pytest-xdist workers (scripts/test.sh: -n 2 --dist loadgroup). A session fixture is built
 # once per worker that uses it, so every test that needs one of these costly ones goes to one worker as a group
-# (the first group named in this order wins for a test that uses two). Under xdist the groups that take longest
-# are collected first, so that each starts at once on a worker of its own while the other worker takes the rest.
+# (the first group named in this order wins for a test that uses two). Under xdist the grouped tests are collected
+# first, in this order, so that the quick start's chain (the longest) starts at once on a worker of its own.
 XDIST_GROUPS = (("quickstart", {"quickstart"}),
                 ("exporters", {"plan_snapshot", "classify_run", "lora_run", "onnx_export", "gguf_export"}),
                 ("argilla", {"argilla"}),

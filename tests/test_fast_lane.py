@@ -24,10 +24,12 @@ def test_setup_call_and_teardown_are_summed_per_test():
 2.00s setup    tests/a/test_x.py::test_one[p-1]
 0.40s call     tests/b/test_y.py::test_two
 1.00s setup    tests/b/test_y.py::test_two@quickstart
+0.50s call     tests/c/test_z.py::test_three[a@b]
 0.30s teardown tests/a/test_x.py::test_one[p-1]
 (2 durations < 0.005s hidden.  Use -vv to show these durations.)
 1 passed in 3.0s"""
-    assert _script().durations(log) == {"tests/a/test_x.py::test_one[p-1]": 14.8, "tests/b/test_y.py::test_two": 1.4}
+    assert _script().durations(log) == {"tests/a/test_x.py::test_one[p-1]": 14.8, "tests/b/test_y.py::test_two": 1.4,
+                                        "tests/c/test_z.py::test_three[a@b]": 0.5}
 
 
 def test_a_measured_slow_test_is_left_out_of_the_fast_lane(tmp_path):
@@ -60,12 +62,13 @@ def quickstart():
 """, encoding="utf-8")
     for name in ("a", "b"):
         (tmp_path / f"test_{name}.py").write_text(
-            "import os\n\n\ndef test_grouped(quickstart):\n    pass\n\n\n"
+            "def test_grouped(quickstart):\n    pass\n\n\n"
             + "".join(f"def test_plain_{i}():\n    pass\n\n\n" for i in range(4)), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist",
                            "loadgroup", "--no-loadscope-reorder", str(tmp_path)], cwd=tmp_path, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    grouped = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("[gw") and "::test_grouped@quickstart" in line]
+    grouped = [line.split()[0] for line in proc.stdout.splitlines()
+               if line.startswith("[gw") and "::test_grouped@quickstart" in line]
     assert len(grouped) == 2 and len(set(grouped)) == 1, proc.stdout
     assert len((tmp_path / "built").read_text().split()) == 1  # the costly fixture was built once
