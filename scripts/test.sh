@@ -25,5 +25,11 @@ fi
 # (tests/conftest.py groups the tests that share a costly session fixture). MASHBILL_TEST_WORKERS=0 runs serially.
 WORKERS="${MASHBILL_TEST_WORKERS:-2}"
 XDIST=()
-[ "$WORKERS" != 0 ] && XDIST=(-n "$WORKERS" --dist loadgroup --no-loadscope-reorder)
+if [ "$WORKERS" != 0 ]; then
+  XDIST=(-n "$WORKERS" --dist loadgroup --no-loadscope-reorder)
+  # One OpenMP thread per torch process while two workers share the cores: two threads against a busy core spin
+  # at every barrier (bench/RESULTS.md: a training stage beside a one-core job finished both in 128 s with two
+  # threads, 110 s with one). A user's OMP_NUM_THREADS wins.
+  export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+fi
 exec .venv/bin/python -m pytest -q "${XDIST[@]}" "${MARK[@]}" "$@"

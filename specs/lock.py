@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mashbill.files import write_file_atomic
+
 LOCK_NAME = "specs.lock"
 
 
@@ -34,6 +36,4 @@ def read_lock(path: Path) -> dict[str, str]:
 
 
 def write_lock(path: Path, entries: dict[str, str]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(dict(sorted(entries.items())), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_file_atomic(path, (json.dumps(dict(sorted(entries.items())), indent=2) + "\n").encode("utf-8"))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from mashbill.factory.records import Verdict
+from mashbill.files import write_file_atomic
 from mashbill.specs.model import TrainerProfile
 from mashbill.validators.data.inputs import Row, guess_lang, read_rows
 from mashbill.validators.errors import ValidationInputError
@@ -110,10 +111,7 @@ class Report:
         }
 
     def write(self, path: str | Path) -> None:
-        p = Path(path)
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(p)
+        write_file_atomic(Path(path), (json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def _rank(sev: str) -> int:

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from mashbill.errors import MashbillError
+from mashbill.files import write_file_atomic
 
 PALETTE = ["#3b6ea8", "#e08a2c", "#4c9a5b", "#b8473d", "#7d5ba6", "#8c6d46", "#c861a6", "#6b6b6b"]
 W = 720
@@ -314,10 +315,7 @@ def build_report(target: str | Path, out: str | Path | None = None, *, snapshots
     else:
         raise MashbillError(f"{target}: neither a store folder (with {DB_NAME}) nor a snapshot (with {MANIFEST})")
     out = Path(out) if out else (p / "report.html" if data["source"] == "store" else Path(f"{p.name}.report.html"))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(render_html(data), encoding="utf-8")
-    tmp.replace(out)
+    write_file_atomic(out, render_html(data).encode("utf-8"))
     return out, data
 
 

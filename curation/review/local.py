@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mashbill.curation.review.errors import ReviewError, ServerStartError
+from mashbill.files import write_file_atomic
 from mashbill.hashing import sha256_text
 from mashbill.paths import cache_dir
 
@@ -237,10 +238,9 @@ def _start_locked(home: Path, port: int, host: str, progress, timeout_s: float) 
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 cwd=str(home), start_new_session=True)
     _children[proc.pid] = proc
-    tmp_state = _state_path(home).with_suffix(".json.tmp")
-    tmp_state.write_text(json.dumps({"pid": proc.pid, "url": url, "host": host, "port": port, "home": str(home),
-                                     "venv": str(venv), "started_at": time.time()}) + "\n")
-    tmp_state.replace(_state_path(home))
+    write_file_atomic(_state_path(home), (json.dumps({"pid": proc.pid, "url": url, "host": host, "port": port,
+                                                      "home": str(home), "venv": str(venv),
+                                                      "started_at": time.time()}) + "\n").encode("utf-8"))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

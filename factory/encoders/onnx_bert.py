@@ -14,6 +14,8 @@ import json
 import math
 from pathlib import Path
 
+from mashbill.files import write_file_atomic
+
 BUILDER_VERSION = 1  # part of the encoder revision: a change here never reuses embeddings cached by an older graph
 
 
@@ -116,8 +118,7 @@ def build_bert_onnx(model_dir: Path, out_path: Path, *, normalize: bool = True) 
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="mashbill")
     model.ir_version = 8
     onnx.checker.check_model(model)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    onnx.save(model, str(tmp))
-    tmp.replace(out_path)
+    # the cache is shared: two processes that build it at once (two test workers, two shards) each write their own
+    # temp file, and the last rename wins with the same bytes
+    write_file_atomic(out_path, model.SerializeToString())
     return out_path

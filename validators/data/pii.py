@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from mashbill.factory.records import Verdict
+from mashbill.files import write_file_atomic
 
 EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}(?!\w)")
 PHONE = re.compile(
@@ -193,7 +194,5 @@ def redact_file(src, dst) -> tuple[int, int]:
         red = redact_value(row)
         changed += red != row
         out.append(json.dumps(red, ensure_ascii=False))
-    tmp = Path(str(dst) + ".tmp")
-    tmp.write_text("\n".join(out) + "\n", encoding="utf-8")
-    tmp.replace(dst)
+    write_file_atomic(Path(dst), ("\n".join(out) + "\n").encode("utf-8"))
     return len(out), changed

@@ -96,3 +96,29 @@ def test_local_onnx_encoder_by_path(encoder, tmp_path):
     enc = Encoder.load(local)
     assert enc.revision != encoder.revision and enc.dims == 384
     assert np.abs(enc.encode([TEXTS["tax"]]) - encoder.encode([TEXTS["tax"]])).max() < 1e-6
+
+
+def test_two_processes_building_one_cached_graph_at_once_both_succeed(monkeypatch, tmp_path):
+    """Two test workers (or shards) that find the encoder cache empty build it at once: the second writer lands
+    between the first's write and rename. With one fixed temp name the first rename found no file (CI, fresh
+    machine); each writer must rename its own."""
+    import os
+
+    from mashbill.factory.encoders.onnx_bert import build_bert_onnx
+
+    folder, out = default_encoder_dir(), tmp_path / "rev" / "model.onnx"
+    real_replace, nested = os.replace, []
+
+    def replace_after_another_writer(src, dst):
+        if not nested:  # the other process writes and publishes first
+            nested.append(True)
+            build_bert_onnx(folder, out)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_after_another_writer)
+    assert build_bert_onnx(folder, out) == out
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert nested and out.is_file() and sorted(p.name for p in out.parent.iterdir()) == ["model.onnx"]
+    import onnxruntime as ort  # and what was published is a whole graph
+
+    assert ort.InferenceSession(str(out)).get_outputs()[0].name == "embedding"
