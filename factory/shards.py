@@ -109,10 +109,12 @@ def _merge(out_path: Path, paths: list[Path], require_complete: bool) -> MergeRe
                 con.execute(f"ATTACH '{(p / 'mashbill.duckdb').as_posix()}' AS {alias} (READ_ONLY)")
                 aliases.append(alias)
             _check_labels(con, paths, aliases, report, require_complete)
-            winners, replaced = _decide(con, paths, aliases, report)
-            _write(out, aliases, winners, replaced, report)
+            _decide(con, paths, aliases, report)
+            _write(out, aliases, report)
             _summarise(con, report)
         finally:
+            for table in (_COPIES, _HASHES, _DECIDED):
+                con.execute(f"DROP TABLE IF EXISTS {table}")
             for alias in aliases:
                 con.execute(f"DETACH {alias}")
         for ref, info in report.specs.items():
@@ -150,24 +152,33 @@ def _check_labels(con, paths, aliases, report: MergeReport, require_complete: bo
     seen: dict[str, set] = defaultdict(set)
     names: dict[str, str] = {}
     for p, alias in zip(paths, aliases):
-        rows = con.execute(
-            f"SELECT r.record_id, u.shard, r.spec_hash, r.spec_name, r.spec_version FROM {alias}.records r "
-            f"JOIN {alias}.runs u USING (run_id)").fetchall()
-        labels = set()
-        for rid, label, spec_hash, name, version in rows:
+        joined = f"{alias}.records r JOIN {alias}.runs u USING (run_id)"
+        labels = {label: parse_shard(label) for label, in con.execute(f"SELECT DISTINCT u.shard FROM {joined}").fetchall()}
+        labels = {label: shard for label, shard in labels.items() if shard is not None}
+        for spec_hash, name, version, label in con.execute(
+                f"SELECT DISTINCT r.spec_hash, r.spec_name, r.spec_version, u.shard FROM {joined}").fetchall():
             names[spec_hash] = f"{name}@{version}"
-            shard = parse_shard(label)
-            if shard is None:
-                continue
-            labels.add(label)
-            seen[spec_hash].add(shard)
-            if shard_of(rid, shard[1]) != shard[0]:
+            if label in labels:
+                seen[spec_hash].add(labels[label])
+        if labels:  # the slice check as one scan: the first 64 bits of the id modulo n (shard_of)
+            con.register("_merge_labels", pa.table({"label": list(labels), "i": [s[0] for s in labels.values()],
+                                                    "n": [s[1] for s in labels.values()]}))
+            try:
+                bad = con.execute(
+                    f"SELECT r.record_id, l.label, l.n FROM {joined} JOIN _merge_labels l ON l.label = u.shard "
+                    "WHERE ('0x' || left(r.record_id, 16))::UBIGINT % l.n <> l.i "
+                    "ORDER BY r.record_id LIMIT 1").fetchall()  # fetchone would leave the result open
+            finally:
+                con.unregister("_merge_labels")
+            if bad:
+                rid, label, n = bad[0]
                 raise MergeConflict(f"{p}: record {rid[:16]}... was written by a run labelled shard {label} but "
-                                    f"belongs to shard {shard_of(rid, shard[1])}/{shard[1]}; was the store reused "
+                                    f"belongs to shard {shard_of(rid, n)}/{n}; was the store reused "
                                     "with a different --shard?")
-        report.sources.append({"path": str(p), "records": len(rows), "shards": sorted(labels),
+        count = con.execute(f"SELECT count(*) FROM {joined}").fetchone()[0]
+        report.sources.append({"path": str(p), "records": count, "shards": sorted(labels),
                                "inserted": 0, "identical": 0, "replaced": 0})
-    for spec_hash, shards in seen.items():
+    for spec_hash, shards in sorted(seen.items(), key=lambda kv: names[kv[0]]):
         counts = {n for _, n in shards}
         ref = names[spec_hash]
         if len(counts) > 1:
@@ -181,77 +192,86 @@ def _check_labels(con, paths, aliases, report: MergeReport, require_complete: bo
             if require_complete:
                 raise StoreError(msg)
             report.warnings.append(msg)
-    for spec_hash, ref in names.items():
+    for spec_hash, ref in sorted(names.items(), key=lambda kv: kv[1]):
         report.specs.setdefault(ref, {"hash": spec_hash, "shards": None, "missing": []})
 
 
-def _decide(con, paths, aliases, report: MergeReport) -> tuple[dict[int, list[str]], list[str]]:
-    """Per record id, the one copy to keep; raise on two different finished copies."""
-    existing = {rid: (status, h) for rid, status, h in
-                con.execute(f"SELECT record_id, status, {_CONTENT} FROM records").fetchall()}
-    candidates: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
-    for i, alias in enumerate(aliases):
-        for rid, status, h in con.execute(f"SELECT record_id, status, {_CONTENT} FROM {alias}.records").fetchall():
-            candidates[rid].append((i, status, h))
-    winners: dict[int, list[str]] = defaultdict(list)
-    replaced: list[str] = []
-    conflicts = []
-    for rid, copies in candidates.items():
-        have = existing.get(rid)
-        finished = {h for _, status, h in copies if status != "failed"}
-        if have is not None and have[0] != "failed":
-            finished.add(have[1])
-        if len(finished) > 1:
-            where = [str(paths[i]) for i, status, _ in copies] + (["(output store)"] if have else [])
-            conflicts.append(f"{rid[:16]}... in {', '.join(where)}")
-            continue
-        if have is not None and (have[0] != "failed" or not finished):
-            for i, _, _ in copies:  # already there (or nothing better than the failed copy there)
-                report.sources[i]["identical"] += 1
-                report.identical += 1
-            continue
-        pick = next((c for c in copies if c[1] != "failed"), copies[0])
-        for c in copies:
-            if c is not pick:  # an identical copy, or a failed one the finished copy supersedes
-                report.sources[c[0]]["identical"] += 1
-                report.identical += 1
-        winners[pick[0]].append(rid)
-        if have is not None:
-            replaced.append(rid)
-            report.sources[pick[0]]["replaced"] += 1
-        else:
-            report.sources[pick[0]]["inserted"] += 1
+# Per record id, as columns (a million ids stay in DuckDB, not in Python dicts): every copy in the shard stores
+# (src is the store's position) and the copy already in the output store (src -1), if any.
+_COPIES = "_merge_copies"
+_HASHES = "_merge_hashes"
+_DECIDED = "_merge_decided"
+
+
+def _decide(con, paths, aliases, report: MergeReport) -> None:
+    """Per record id, the one copy to keep (table _merge_decided: record_id, pick, replaces, keep); raise on two
+    different finished copies. A failed copy is only "not done yet": a finished one anywhere supersedes it."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_COPIES} AS " + " UNION ALL ".join(
+        f"SELECT {i} AS src, record_id, status FROM {alias}.records" for i, alias in enumerate(aliases)))
+    # contents are compared only where an id has another copy: disjoint shards hash nothing
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE {_HASHES} AS
+        WITH several AS (SELECT record_id FROM {_COPIES} GROUP BY record_id HAVING count(*) > 1
+                         UNION SELECT record_id FROM records WHERE record_id IN (SELECT record_id FROM {_COPIES}))
+        """ + " UNION ALL ".join(
+        f"SELECT {i} AS src, record_id, status, {_CONTENT} AS h FROM {table} "
+        "WHERE record_id IN (SELECT record_id FROM several)"
+        for i, table in [(-1, "records"), *enumerate(f"{alias}.records" for alias in aliases)]))
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE {_DECIDED} AS
+        WITH per_id AS (
+            SELECT c.record_id, any_value(x.status) AS have_status, any_value(x.h) AS have_h,
+                   coalesce(list_distinct(list(h.h) FILTER (WHERE c.status <> 'failed')), []) AS finished,
+                   count(*) FILTER (WHERE c.status <> 'failed') AS n_finished,
+                   coalesce(min(c.src) FILTER (WHERE c.status <> 'failed'), min(c.src)) AS pick,
+                   list(c.src ORDER BY c.src) AS srcs
+            FROM {_COPIES} c LEFT JOIN {_HASHES} h ON h.src = c.src AND h.record_id = c.record_id
+                 LEFT JOIN {_HASHES} x ON x.src = -1 AND x.record_id = c.record_id
+            GROUP BY c.record_id)
+        SELECT record_id, pick, srcs, have_status IS NOT NULL AS replaces,
+               -- two finished copies that differ, here or against a finished copy in the output store
+               len(CASE WHEN have_status IS NOT NULL AND have_status <> 'failed'
+                        THEN list_distinct(list_append(finished, have_h)) ELSE finished END) > 1 AS conflict,
+               -- written: nothing in the output store yet, or a failed copy there that a finished one replaces
+               have_status IS NULL OR (have_status = 'failed' AND n_finished > 0) AS keep
+        FROM per_id""")
+    conflicts = con.execute(f"SELECT count(*) FROM {_DECIDED} WHERE conflict").fetchone()[0]
     if conflicts:
-        raise MergeConflict(f"{len(conflicts)} record id(s) are stored with different content in more than one "
-                            f"store (nothing was merged): " + "; ".join(conflicts[:5]) +
-                            (" ..." if len(conflicts) > 5 else ""))
-    report.replaced = len(replaced)
-    report.inserted = sum(len(v) for v in winners.values()) - len(replaced)
-    return winners, replaced
+        shown = con.execute(f"SELECT record_id, srcs, replaces FROM {_DECIDED} WHERE conflict "
+                            "ORDER BY srcs[1], record_id LIMIT 5").fetchall()
+        where = [f"{rid[:16]}... in " + ", ".join([str(paths[i]) for i in srcs] + (["(output store)"] if have else []))
+                 for rid, srcs, have in shown]
+        raise MergeConflict(f"{conflicts} record id(s) are stored with different content in more than one "
+                            f"store (nothing was merged): " + "; ".join(where) + (" ..." if conflicts > 5 else ""))
+    for src, identical, inserted, replaced in con.execute(f"""
+            SELECT c.src, count(*) FILTER (WHERE NOT d.keep OR c.src <> d.pick),
+                   count(*) FILTER (WHERE d.keep AND c.src = d.pick AND NOT d.replaces),
+                   count(*) FILTER (WHERE d.keep AND c.src = d.pick AND d.replaces)
+            FROM {_COPIES} c JOIN {_DECIDED} d USING (record_id) GROUP BY c.src""").fetchall():
+        source = report.sources[src]
+        source["identical"], source["inserted"], source["replaced"] = identical, inserted, replaced
+        report.identical += identical
+        report.inserted += inserted
+        report.replaced += replaced
 
 
-def _write(store: Store, aliases, winners: dict[int, list[str]], replaced: list[str], report: MergeReport) -> None:
+def _write(store: Store, aliases, report: MergeReport) -> None:
+    win = f"(SELECT record_id FROM {_DECIDED} WHERE keep AND pick = ?)"
     with store.transaction() as con:
-        if replaced:
-            con.register("_replaced", pa.table({"record_id": replaced}))
-            con.execute("DELETE FROM verdicts WHERE stage = 'generate' AND record_id IN (SELECT record_id FROM _replaced)")
-            con.execute("DELETE FROM records WHERE record_id IN (SELECT record_id FROM _replaced)")
-            con.unregister("_replaced")
+        if report.replaced:
+            replaced = f"(SELECT record_id FROM {_DECIDED} WHERE keep AND replaces)"
+            con.execute(f"DELETE FROM verdicts WHERE stage = 'generate' AND record_id IN {replaced}")
+            con.execute(f"DELETE FROM records WHERE record_id IN {replaced}")
         before_runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
         for i, alias in enumerate(aliases):
             con.execute(f"INSERT INTO runs BY NAME SELECT * FROM {alias}.runs "
                         "WHERE run_id NOT IN (SELECT run_id FROM runs)")
-            ids = winners.get(i)
-            if ids:
-                con.register("_win", pa.table({"record_id": ids}))
-                con.execute(f"INSERT INTO records BY NAME SELECT r.* FROM {alias}.records r "
-                            "JOIN _win USING (record_id)")
-                con.execute(f"INSERT INTO verdicts BY NAME SELECT v.* FROM {alias}.verdicts v "
-                            "JOIN _win USING (record_id)")
+            if report.sources[i]["inserted"] or report.sources[i]["replaced"]:
+                con.execute(f"INSERT INTO records BY NAME SELECT * FROM {alias}.records WHERE record_id IN {win}",
+                            [i])
+                con.execute(f"INSERT INTO verdicts BY NAME SELECT * FROM {alias}.verdicts WHERE record_id IN {win}",
+                            [i])
                 con.execute(f"INSERT INTO record_attempts BY NAME SELECT a.* FROM {alias}.record_attempts a "
-                            "JOIN _win USING (record_id) WHERE NOT EXISTS (SELECT 1 FROM record_attempts b "
-                            "WHERE b.record_id = a.record_id AND b.attempt = a.attempt)")
-                con.unregister("_win")
+                            f"WHERE a.record_id IN {win} AND NOT EXISTS (SELECT 1 FROM record_attempts b "
+                            "WHERE b.record_id = a.record_id AND b.attempt = a.attempt)", [i])
             con.execute(f"INSERT INTO teacher_calls BY NAME SELECT * FROM {alias}.teacher_calls "
                         "WHERE call_id NOT IN (SELECT call_id FROM teacher_calls)")
             con.execute(f"INSERT INTO events SELECT * FROM (SELECT * FROM {alias}.events "

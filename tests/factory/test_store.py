@@ -249,3 +249,20 @@ def test_a_damaged_store_is_one_store_error(tmp_path, damage):
         expected = r"schema_migrations lacks version\(s\) \[3\]"
     with pytest.raises(StoreError, match=expected):
         Store.open(tmp_path / "s")
+
+
+def test_long_prompts_are_stored_zstd_compressed_and_read_back_whole(tmp_path):
+    """Every record's `messages` repeats a long system prompt; DuckDB's automatic dictionary+FSST choice spent
+    ~10 s of a 100,000-record commit on it (bench/RESULTS.md). The writer's connection stores strings with zstd."""
+    prompt = "You plan requests for an orchestrator. " * 100  # ~4 KB, as a plan spec's system prompt
+    recs = [Record(f"id{i:05d}", "plan", {"query": f"q{i}"}, [{"task": "x"}], "[...]", REF, "accepted",
+                   ({"role": "system", "content": prompt}, {"role": "user", "content": f"q{i}"}), {"lang": "en"})
+            for i in range(3000)]
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), recs, {}, [])
+        store.con.execute("CHECKPOINT")
+        kinds = {c for c, in store.con.execute("SELECT DISTINCT compression FROM pragma_storage_info('records') "
+                                                "WHERE column_name = 'messages' AND segment_type = 'JSON'").fetchall()}
+    assert kinds == {"ZSTD"}
+    with Store.open(tmp_path / "s", read_only=True) as store:
+        assert store.records()[2999] == recs[2999]
