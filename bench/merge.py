@@ -36,14 +36,14 @@ TABLES = ("records", "verdicts", "runs", "record_attempts", "teacher_calls", "ev
 
 
 def build(folder: Path, records: int, seed: int = 7) -> None:
-    """The rehearsal's generate stage into folder/shards/s0..s7 (replay server, 2 shards killed and resumed)."""
-    tmp = folder.with_name(folder.name + ".building")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "logs").mkdir(parents=True)
-    (tmp / "specs").mkdir()
-    run = Runner(tmp)
-    prep = prepare(tmp, records)
-    server, url = start_server(tmp, seed)
+    """The rehearsal's generate stage into folder/shards/s0..s7 (replay server, 2 shards killed and resumed); the
+    file `built` marks a finished build (its specs name their seed files by absolute path, so it stays where built)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "logs").mkdir(parents=True)
+    (folder / "specs").mkdir()
+    run = Runner(folder)
+    prep = prepare(folder, records)
+    server, url = start_server(folder, seed)
     try:
         st = generate(run, prep, url, shards=SHARDS)
     finally:
@@ -51,7 +51,7 @@ def build(folder: Path, records: int, seed: int = 7) -> None:
         server.wait()
     print(f"built {SHARDS} shard stores of {records:,} records in {st.wall_s:.0f}s (killed and resumed: "
           f"{st.killed})", flush=True)
-    tmp.rename(folder)
+    (folder / "built").write_text(f"{records}\n")
 
 
 def merge(shards: Path, out: Path, pythonpath: Path | None) -> dict:
@@ -85,7 +85,7 @@ def main() -> int:
     args = ap.parse_args()
     cache = Path(os.environ.get("MASHBILL_BENCH_DIR", Path.home() / ".cache" / "mashbill" / "bench"))
     folder = cache / f"merge-{args.records}"
-    if not (folder / "shards" / "s0" / "mashbill.duckdb").is_file():
+    if not (folder / "built").is_file():
         build(folder, args.records)
     shards = folder / "shards"
     tmp = Path(tempfile.mkdtemp(prefix="mashbill-merge-bench-"))

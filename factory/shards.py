@@ -153,7 +153,8 @@ def _check_labels(con, paths, aliases, report: MergeReport, require_complete: bo
     names: dict[str, str] = {}
     for p, alias in zip(paths, aliases):
         joined = f"{alias}.records r JOIN {alias}.runs u USING (run_id)"
-        labels = {label: parse_shard(label) for label, in con.execute(f"SELECT DISTINCT u.shard FROM {joined}").fetchall()}
+        labels = {label: parse_shard(label) for label, in con.execute(f"SELECT DISTINCT u.shard FROM {joined}")
+                  .fetchall()}
         labels = {label: shard for label, shard in labels.items() if shard is not None}
         for spec_hash, name, version, label in con.execute(
                 f"SELECT DISTINCT r.spec_hash, r.spec_name, r.spec_version, u.shard FROM {joined}").fetchall():

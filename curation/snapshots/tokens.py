@@ -118,6 +118,11 @@ def _training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dic
     return facts, train_tmpl
 
 
+# Texts encoded at a time: an encoding holds ids, offsets, tokens and masks for every token, so 44,000 plan prompts
+# of ~1,000 tokens encoded at once held 3.9 GB (bench/RESULTS.md, "Freeze memory"); only the lengths are kept.
+ENCODE_CHUNK = 1024
+
+
 def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations: Sequence[Sequence[dict]]
                   ) -> list[int] | None:
     """Tokens of each conversation rendered with the profile's chat template (as the trainer renders it)."""
@@ -133,8 +138,11 @@ def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations:
             texts = [tok.apply_chat_template(list(c), chat_template=template, tokenize=False) for c in conversations]
         else:
             texts = ["\n".join(m["content"] for m in c) for c in conversations]
-        enc = tok(texts, add_special_tokens=False)["input_ids"]
+        lengths = []
+        for start in range(0, len(texts), ENCODE_CHUNK):
+            chunk = tok(texts[start:start + ENCODE_CHUNK], add_special_tokens=False)["input_ids"]
+            lengths += [len(ids) for ids in chunk]
     except Exception as exc:  # a template that cannot render these messages: report, do not fail the freeze
         log.warning("token lengths skipped: the chat template failed: %s", str(exc).splitlines()[0])
         return None
-    return [len(ids) for ids in enc]
+    return lengths

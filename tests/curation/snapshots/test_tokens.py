@@ -32,3 +32,21 @@ def test_a_missing_tokenizer_is_noted_and_never_cached(tmp_path, monkeypatch):
     facts, tmpl = training_facts(profile, tmp_path)
     assert facts["tokenizer_sha256"] is None and "not found" in facts["chat_template_note"] and tmpl is None
     assert not (tmp_path / "cache" / "training-facts").exists()
+
+
+def test_token_lengths_in_chunks_equal_the_tokenizers_own_count_of_each_conversation(tmp_path, monkeypatch):
+    """Conversations are encoded ENCODE_CHUNK at a time (memory); each length is still the real tokenizer's count of
+    that conversation rendered with the template, across chunk boundaries."""
+    from mashbill.curation.snapshots import tokens
+
+    tmpl = tmp_path / "chat.jinja"
+    tmpl.write_text(CHATML_GENERATION, encoding="utf-8")
+    profile = TrainerProfile(chat_template=str(tmpl), max_seq_len=512, loss="last-turn")
+    monkeypatch.setattr(tokens, "ENCODE_CHUNK", 7)
+    convs = [[{"role": "system", "content": "Plan it. " * (i % 5)},
+              {"role": "user", "content": f"Wie viel ist {i} * 3?"},
+              {"role": "assistant", "content": '[{"task": "t"}]' * (i % 3 + 1)}] for i in range(30)]
+    loaded, template, _ = tokens._load(profile, tmp_path)
+    own = [len(loaded.tok(loaded.tok.apply_chat_template(c, chat_template=template, tokenize=False),
+                          add_special_tokens=False)["input_ids"]) for c in convs]
+    assert tokens.token_lengths(profile, tmp_path, convs) == own and len(set(own)) > 5
