@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.curation.revision import checkout  # noqa: E402
-from tests.factory.rehearsal_run import MASHBILL, Runner, generate, prepare, start_server  # noqa: E402
+from tests.factory.rehearsal_run import (MERGED_TABLES, Runner, generate, prepare, start_server,  # noqa: E402
+                                         table_digests)
 
 SHARDS = 8
-TABLES = ("records", "verdicts", "runs", "record_attempts", "teacher_calls", "events")  # every table a merge writes
 
 
 def build(folder: Path, records: int, seed: int = 7) -> None:
@@ -66,18 +66,6 @@ def merge(shards: Path, out: Path, pythonpath: Path | None) -> dict:
     return {"wall": time.perf_counter() - t0, "cpu": st.cpu_s, "rss_mb": st.peak_rss_mb}
 
 
-def digests(store: Path) -> dict[str, tuple[int, str]]:
-    """Per table: (rows, the sum of every row's hash: independent of the order rows were inserted in)."""
-    import duckdb
-
-    con = duckdb.connect(str(store / "mashbill.duckdb"), read_only=True)
-    try:
-        return {t: con.execute(f"SELECT count(*), sum(hash(CAST(t AS VARCHAR))::HUGEINT) FROM {t} t").fetchone()
-                for t in TABLES}
-    finally:
-        con.close()
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=100_000)
@@ -100,14 +88,14 @@ def main() -> int:
             out = tmp / name / "merged"
             first = merge(shards, out, pkg)
             again = merge(shards, out, pkg)
-            res[name] = {**first, "again": again["wall"], "digests": digests(out)}
+            res[name] = {**first, "again": again["wall"], "digests": table_digests(out)}
             print(f"{name:>6}: {first['wall']:.2f}s wall, {first['cpu']:.2f}s CPU, peak {first['rss_mb']:.0f} MB; "
                   f"again {again['wall']:.2f}s wall, peak {again['rss_mb']:.0f} MB; "
                   f"{res[name]['digests']['records'][0]:,} records; load1 {os.getloadavg()[0]:.2f}", flush=True)
         a, b = res["after"], res.get("before")
         same = b is None or a["digests"] == b["digests"]
         if not same:
-            print("NOT IDENTICAL: " + ", ".join(t for t in TABLES if a["digests"][t] != b["digests"][t]))
+            print("NOT IDENTICAL: " + ", ".join(t for t in MERGED_TABLES if a["digests"][t] != b["digests"][t]))
         nb = (lambda k, f="{:.2f}": f.format(b[k]) if b else "n/a")
         speedup = f"{b['cpu'] / a['cpu']:.2f}" if b else "n/a"
         print(f"records={args.records} before_s={nb('wall')} merge_s={a['wall']:.2f} before_cpu_s={nb('cpu')} "

@@ -156,6 +156,21 @@ def generate(run: Runner, prep: dict, url: str, *, shards: int = 8, kill: int = 
     return st
 
 
+MERGED_TABLES = ("records", "verdicts", "runs", "record_attempts", "teacher_calls", "events")  # what a merge writes
+
+
+def table_digests(store: Path) -> dict[str, tuple[int, int]]:
+    """Per table a merge writes: (rows, the sum of every row's hash), independent of the order rows went in."""
+    import duckdb
+
+    con = duckdb.connect(str(Path(store) / "mashbill.duckdb"), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(*), sum(hash(CAST(t AS VARCHAR))::HUGEINT) FROM {t} t").fetchone()
+                for t in MERGED_TABLES}
+    finally:
+        con.close()
+
+
 def check_counts(store: Path, prep: dict, seed: int) -> dict:
     """Per kind: stored records, distinct ids, inputs asked for, failed, and whether statuses and reject codes are
     the replay mix's (retries differ after a kill: an attempt killed before its commit is asked again)."""
