@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from itertools import chain
 from pathlib import Path
 from typing import Sequence
 
@@ -118,9 +119,18 @@ def _training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dic
     return facts, train_tmpl
 
 
-# Texts encoded at a time: an encoding holds ids, offsets, tokens and masks for every token, so 44,000 plan prompts
-# of ~1,000 tokens encoded at once held 3.9 GB (bench/RESULTS.md, "Freeze memory"); only the lengths are kept.
+# Texts counted at a time (bench/RESULTS.md, "Freeze memory": 44,000 plan prompts tokenized at once held 3.9 GB).
 ENCODE_CHUNK = 1024
+
+
+def _piece_counter(loaded):
+    """The validators' exact counter (validators/spans/span_pieces.py): rendered text cut where the tokenizer
+    provably cannot merge across (checked against it at load), each distinct piece tokenized once. Prompts that
+    share a system prompt tokenize it once instead of once per example."""
+    from mashbill.validators.spans.span_pieces import PieceCounter
+    from mashbill.validators.spans.span_policy import detect_policy
+
+    return PieceCounter(loaded, detect_policy(loaded))
 
 
 def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations: Sequence[Sequence[dict]]
@@ -138,10 +148,12 @@ def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations:
             texts = [tok.apply_chat_template(list(c), chat_template=template, tokenize=False) for c in conversations]
         else:
             texts = ["\n".join(m["content"] for m in c) for c in conversations]
+        counter = _piece_counter(loaded)
         lengths = []
         for start in range(0, len(texts), ENCODE_CHUNK):
-            chunk = tok(texts[start:start + ENCODE_CHUNK], add_special_tokens=False)["input_ids"]
-            lengths += [len(ids) for ids in chunk]
+            pieces = [counter.split(t) for t in texts[start:start + ENCODE_CHUNK]]
+            counts = counter.fill(chain.from_iterable(pieces))
+            lengths += [sum(map(counts.__getitem__, p)) for p in pieces]
     except Exception as exc:  # a template that cannot render these messages: report, do not fail the freeze
         log.warning("token lengths skipped: the chat template failed: %s", str(exc).splitlines()[0])
         return None
