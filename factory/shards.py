@@ -153,14 +153,14 @@ def _check_labels(con, paths, aliases, report: MergeReport, require_complete: bo
     names: dict[str, str] = {}
     for p, alias in zip(paths, aliases):
         joined = f"{alias}.records r JOIN {alias}.runs u USING (run_id)"
-        labels = {label: parse_shard(label) for label, in con.execute(f"SELECT DISTINCT u.shard FROM {joined}")
-                  .fetchall()}
-        labels = {label: shard for label, shard in labels.items() if shard is not None}
+        labels = {}  # the run labels that are i/n, parsed
         for spec_hash, name, version, label in con.execute(
                 f"SELECT DISTINCT r.spec_hash, r.spec_name, r.spec_version, u.shard FROM {joined}").fetchall():
             names[spec_hash] = f"{name}@{version}"
-            if label in labels:
-                seen[spec_hash].add(labels[label])
+            shard = parse_shard(label)
+            if shard is not None:
+                labels[label] = shard
+                seen[spec_hash].add(shard)
         if labels:  # the slice check as one scan: the first 64 bits of the id modulo n (shard_of)
             con.register("_merge_labels", pa.table({"label": list(labels), "i": [s[0] for s in labels.values()],
                                                     "n": [s[1] for s in labels.values()]}))

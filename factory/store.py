@@ -131,7 +131,8 @@ SANDBOX_SETTINGS = ("SET enable_external_access = false", "SET allow_community_e
 
 # Every record's `messages` holds its prompt, ~4 KB that differ little from record to record. DuckDB's automatic
 # choice (dictionary + FSST) took 10 s of each commit of 100,000 records to write them in 198 MB; zstd writes them
-# in 0.3 s and 3 MB, and reads no slower (bench/RESULTS.md, "zstd in the store"). For the connection that writes.
+# in 0.3 s and 3 MB, and reads no slower (bench/RESULTS.md, "Merge in DuckDB, and zstd in the store"). For the
+# connection that writes.
 WRITER_SETTING = "SET force_compression = 'zstd'"
 
 

@@ -119,7 +119,8 @@ def _training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dic
     return facts, train_tmpl
 
 
-# Texts counted at a time (bench/RESULTS.md, "Freeze memory": 44,000 plan prompts tokenized at once held 3.9 GB).
+# Texts counted at a time: 44,000 plan prompts tokenized at once held 3.9 GB (bench/RESULTS.md, "The scale rehearsal
+# at 20K and 100K, and freeze memory").
 ENCODE_CHUNK = 1024
 
 

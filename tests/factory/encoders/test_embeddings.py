@@ -100,8 +100,8 @@ def test_local_onnx_encoder_by_path(encoder, tmp_path):
 
 def test_two_processes_building_one_cached_graph_at_once_both_succeed(monkeypatch, tmp_path):
     """Two test workers (or shards) that find the encoder cache empty build it at once: the second writer lands
-    between the first's write and rename. With one fixed temp name the first rename found no file (CI, fresh
-    machine); each writer must rename its own."""
+    between the first's write and rename. With one fixed temp name the first rename found no file (the first
+    suite run on a fresh machine stopped at collection); each writer must rename its own."""
     import os
 
     from mashbill.factory.encoders.onnx_bert import build_bert_onnx
