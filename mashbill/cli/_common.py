@@ -119,7 +119,7 @@ PROGRESS_EVERY_S = 30.0  # a plain progress line this often when stderr is not a
 
 
 def _clock(seconds: float) -> str:
-    s = int(seconds)
+    s = round(seconds)  # (start + 300) - start is 299.99999... for about 1 start in 100: that is still 0:05:00
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 

@@ -217,6 +217,15 @@ def test_plain_progress_lines_are_whole_and_carry_done_rate_and_eta():
                     "records, accept 40%, 2.00 records/min, elapsed 0:05:00, eta 0:21:00")
 
 
+def test_progress_clocks_round_a_float_difference_to_the_second():
+    """Elapsed is now minus a monotonic start: for some starts 300 s later differs from 300 in the last bit, and
+    truncating printed 0:04:59 (the test above failed so under load)."""
+    from mashbill.cli._common import _clock
+
+    assert [_clock(299.99999999), _clock(300.4), _clock(1259.9999999), _clock(3600.0)] == [
+        "0:05:00", "0:05:00", "0:21:00", "1:00:00"]
+
+
 def test_plain_progress_prints_at_start_on_a_steady_interval_while_nothing_finishes_and_at_the_end():
     """A slow row (13 minutes for one GGUF verification row under load) still shows the step is alive."""
     import threading
