@@ -1,7 +1,7 @@
 """Right records per 100 requests: single shot vs repair with the verdict vs a vote or best-of-n, on a yardstick.
 
     .venv/bin/python bench/yield.py [--yardstick complexity|plan] [--split report|tune|all] [--limit N]
-                                    [--methods single repair vote best_of_n retrieved repair+retrieved]
+                                    [--methods single repair restart vote best_of_n retrieved repair+retrieved]
                                     [--attempts 2] [--samples 3] [--k 6] [--threads 1]
                                     [--teacher embedded|server] [--dd] [--dd-python PATH]
 
@@ -9,7 +9,8 @@ Each method runs the one generate loop (`factory.generate.generate`, with `facto
 teacher on the requests of `tests/fixtures/complexity_labels/labels.jsonl` (labelled by eye; report half by
 default), with the prompt, teacher and rule set of quickstart-complexity@5, into a store of its own:
 - `single`: one answer per request (today's quick start);
-- `repair`: `repair: {max_attempts: --attempts, codes: every reject code of the rule set}`;
+- `repair`: `repair: {max_attempts: --attempts, codes: every reject code of the rule set}` (the conversation goes on);
+- `restart`: the same with `mode: restart` (the request asked afresh with the verdicts, the rejected answer not shown);
 - `vote`: `samples: {n: --samples, pick: vote, vote_on: complexity}`;
 - `retrieved`: retrieved examples (`examples: {bank, k: --k}`, factory.generate.examples) in place of the fixed
   examples block: the bank is the yardstick's *tune* half, labelled by eye (`accepted_by: review`), so a report
@@ -19,8 +20,9 @@ per 100 requests, teacher seconds and tokens (in + out) per right record, and th
 
 `--yardstick plan` runs the plan side instead (`plan_method_spec`, `run_plan_method`): the requests of
 `tests/fixtures/plan_labels/labels.jsonl` with the prompt, taxonomy, tools, teacher and rule set of quickstart-plan@7;
-methods `single`, `repair` (its repair section, `max_attempts: --attempts`) and `best_of_n`
-(`samples: {n: --samples, pick: first-accepted}`), the rows round-robin over the sources (`--limit N` spans them);
+methods `single`, `repair` (its repair section, `max_attempts: --attempts`), `restart`, `best_of_n`
+(`samples: {n: --samples, pick: first-accepted}`), and `retrieved` / `repair+retrieved` with quickstart-plan@8's
+retrieved examples, the rows round-robin over the sources (`--limit N` spans them);
 an accepted plan is right when
 `exporters.evaluation.plan_yardstick.score_records` (eval_metrics.plan_verdict) finds nothing wrong with it.
 
@@ -52,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
 SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@5.yaml"
 PLAN_SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-plan@7.yaml"
+PLAN_RETRIEVED_SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-plan@8.yaml"  # superseded by @9
 
 
 def load_rows(split: str) -> list[dict]:
@@ -78,6 +81,12 @@ def seeded_spec(spec: Path, name: str, rows: list[dict], file_sections: tuple[st
     return data
 
 
+def repair_section(repair: dict, args) -> dict:
+    """The spec's repair section with --attempts."""
+    section = {**repair, "max_attempts": args.attempts}
+    return section
+
+
 def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     """quickstart-complexity@5 with the yardstick's requests as seeds and the method's sections."""
     data = seeded_spec(SPEC, f"yield-{method}", rows, ("prompt",), args)
@@ -88,7 +97,9 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
         data["teacher"] = server_teacher(data["teacher"])
         data["runtime"] = {**data.get("runtime", {}), **SERVER_RUNTIME}
     if method in ("repair", "repair+retrieved"):
-        data["repair"] = {**repair, "max_attempts": args.attempts}
+        data["repair"] = repair_section(repair, args)
+    elif method == "restart":
+        data["repair"] = {**repair_section(repair, args), "mode": "restart"}
     elif method == "vote":
         data["samples"] = {"n": args.samples, "pick": "vote", "vote_on": "complexity"}
     elif method == "best_of_n":
@@ -146,16 +157,28 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
 
 
 def plan_method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
-    """quickstart-plan@7 with the plan yardstick's requests as seeds and the method's sections."""
-    data = seeded_spec(PLAN_SPEC, f"yield-plan-{method}", rows, ("prompt", "taxonomy", "tools"), args)
+    """quickstart-plan@7 (quickstart-plan@8 for the retrieved methods) with the plan yardstick's requests as seeds
+    and the method's sections."""
+    retrieved = method in ("retrieved", "repair+retrieved")
+    spec = PLAN_RETRIEVED_SPEC if retrieved else PLAN_SPEC
+    name = f"yield-plan-{method.replace('+', '-')}"
+    data = seeded_spec(spec, name, rows, ("prompt", "taxonomy", "tools"), args)
+    if retrieved:
+        from mashbill.specs.loader import spec_home
+
+        data["examples"]["bank"] = str((spec_home(spec) / data["examples"]["bank"]).resolve())
+        data["holdout"] = [str((spec_home(spec) / h).resolve()) for h in data.get("holdout", [])]
     repair = data.pop("repair")
-    if method == "repair":
-        data["repair"] = {**repair, "max_attempts": args.attempts}
+    if method in ("repair", "repair+retrieved"):
+        data["repair"] = repair_section(repair, args)
+    elif method == "restart":
+        data["repair"] = {**repair_section(repair, args), "mode": "restart"}
     elif method == "best_of_n":
         data["samples"] = {"n": args.samples, "pick": "first-accepted"}
-    elif method != "single":
-        raise SystemExit(f"bench/yield.py: method {method!r} has no plan side (single, repair, best_of_n)")
-    path = folder / f"yield-plan-{method}@1.yaml"
+    elif method not in ("single", "retrieved"):
+        raise SystemExit(f"bench/yield.py: method {method!r} has no plan side "
+                         "(single, repair, restart, best_of_n, retrieved, repair+retrieved)")
+    path = folder / f"{name}@1.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 
@@ -255,9 +278,9 @@ def main() -> None:
     ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
     ap.add_argument("--limit", type=int, default=None, help="only the first N requests of the split")
     ap.add_argument("--methods", nargs="+", default=None,
-                    choices=("single", "repair", "vote", "best_of_n", "retrieved", "repair+retrieved"),
-                    help="default: single repair vote (complexity), single repair best_of_n (plan); retrieved and "
-                         "repair+retrieved: complexity only")
+                    choices=("single", "repair", "restart", "vote", "best_of_n", "retrieved", "repair+retrieved"),
+                    help="default: single repair vote (complexity), single repair best_of_n (plan); vote: "
+                         "complexity only")
     ap.add_argument("--attempts", type=int, default=2, help="repair: max_attempts")
     ap.add_argument("--samples", type=int, default=3, help="vote / best_of_n: samples per request")
     ap.add_argument("--k", type=int, default=6, help="retrieved: bank rows shown per request")
@@ -278,8 +301,8 @@ def main() -> None:
 
     plan = args.yardstick == "plan"
     args.methods = args.methods or (["single", "repair", "best_of_n"] if plan else ["single", "repair", "vote"])
-    if plan and {"vote", "retrieved", "repair+retrieved"} & set(args.methods):
-        ap.error("--yardstick plan runs single, repair and best_of_n (quickstart-plan@8 is the retrieved plan spec)")
+    if plan and "vote" in args.methods:
+        ap.error("--yardstick plan runs single, repair, restart, best_of_n, retrieved and repair+retrieved (no vote)")
     if plan and (args.teacher == "server" or args.dd):
         ap.error("--yardstick plan asks the embedded teacher; --teacher server and --dd run on the complexity side")
     rows = (load_plan_rows if plan else load_rows)(args.split)[: args.limit]
@@ -321,8 +344,10 @@ def main() -> None:
     by = {r["method"]: r for r in results}
     best = max(results, key=lambda r: (r["right_per_100"], r["precision"]))
     single = by.get("single")
-    tried = sum(v["tried"] for v in by.get("repair", {}).get("repair", {}).values())
-    fixed = sum(v["fixed"] for v in by.get("repair", {}).get("repair", {}).values())
+    def fix_rate(*methods):
+        res = next((by[m] for m in methods if m in by), {})
+        tried = sum(v["tried"] for v in res.get("repair", {}).values())
+        return sum(v["fixed"] for v in res.get("repair", {}).values()) / tried if tried else None
 
     def f(x, fmt="{:.3f}"):
         return "n/a" if x is None else fmt.format(x)
@@ -334,7 +359,8 @@ def main() -> None:
           f"single_precision={f(single and single['precision'])} best_precision={best['precision']:.3f} "
           f"dd_precision={f(dd.get('precision'))} best_teacher_s_per_right={f(best['teacher_s_per_right'], '{:.2f}')} "
           f"dd_teacher_s_per_right={f(dd.get('teacher_s_per_right'), '{:.2f}')} "
-          f"repair_success_rate={f(fixed / tried if tried else None)} "
+          f"repair_success_rate={f(fix_rate('repair', 'repair+retrieved'))} "
+          f"restart_success_rate={f(fix_rate('restart'))} "
           f"best_method={best['method']} rows={len(rows)} split={args.split} teacher={args.teacher} "
           f"dd_setup={dd['method'][3:] if dd else 'n/a'} yardstick={args.yardstick} "
           f"repeat_penalty={args.repeat_penalty or 'spec'}")

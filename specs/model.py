@@ -301,13 +301,18 @@ class RepairGuard(Strict):
     action: Literal["stop", "skip"] = "stop"
 
 
-class Repair(Strict):
-    """Ask again for a record rejected with one of `codes`: the conversation goes on with the verdicts stated
+class Repair(HashStable):
+    """Ask again for a rejected record whose every reject code is one of `codes`, with the verdicts stated
     (factory.generate.repair). `max_attempts` repairs at most after the first answer; every attempt is stored."""
 
     max_attempts: int = Field(ge=1)
     codes: list[str] = Field(min_length=1)  # checked against the code registry by `spec check` and `generate`
     guard: RepairGuard = RepairGuard()
+    # continue: the conversation goes on (prompt, rejected answer, verdicts); restart: the prompt is asked afresh
+    # with the verdicts beside the request and without the rejected answer, which a small teacher copies
+    mode: Literal["continue", "restart"] = "continue"
+
+    _added_fields: ClassVar[tuple[str, ...]] = ("mode",)
 
 
 class Samples(Strict):

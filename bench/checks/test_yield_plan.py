@@ -19,7 +19,7 @@ bench = importlib.import_module("yield")
 ARGS = Namespace(attempts=2, samples=3, threads=1)
 
 
-@pytest.mark.parametrize("method", ["single", "repair", "best_of_n"])
+@pytest.mark.parametrize("method", ["single", "repair", "restart", "best_of_n"])
 def test_each_plan_method_is_quickstart_plan_7_with_its_section(tmp_path, method):
     rows = load_rows("report")[:3]
     rs = load_spec(bench.plan_method_spec(tmp_path, method, rows, ARGS))
@@ -28,8 +28,19 @@ def test_each_plan_method_is_quickstart_plan_7_with_its_section(tmp_path, method
     assert Path(rs.spec.rules) == (bench.PLAN_SPEC.parent / base.spec.rules).resolve()
     data = yaml.safe_load(next(tmp_path.glob("*.yaml")).read_text(encoding="utf-8"))
     assert data["seeds"] == [{"inline": [{"query": r["query"], "lang": r["lang"]} for r in rows]}]
-    assert (data.get("repair") or {}).get("max_attempts") == (2 if method == "repair" else None)
+    assert (data.get("repair") or {}).get("max_attempts") == (2 if method in ("repair", "restart") else None)
+    assert (data.get("repair") or {}).get("mode") == ("restart" if method == "restart" else None)
     assert data.get("samples") == ({"n": 3, "pick": "first-accepted"} if method == "best_of_n" else None)
+
+
+def test_the_retrieved_plan_methods_are_quickstart_plan_8_with_its_bank_and_holdout(tmp_path):
+    rows = load_rows("report")[:3]
+    rs = load_spec(bench.plan_method_spec(tmp_path, "repair+retrieved", rows, ARGS))
+    base = load_spec(bench.PLAN_RETRIEVED_SPEC)
+    assert rs.spec.examples.k == base.spec.examples.k and rs.spec.repair.max_attempts == 2
+    assert rs.file_paths["examples.bank"] == base.file_paths["examples.bank"]  # the same bank file
+    assert [Path(h) for h in rs.spec.holdout] == [(base.home / h).resolve() for h in base.spec.holdout]
+    assert rs.spec.prompt.teacher == base.spec.prompt.teacher
 
 
 def test_a_limited_run_spans_the_sources():

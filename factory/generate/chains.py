@@ -101,9 +101,12 @@ class Chains:
         if pick is not None and pick.pick == "vote" and last["feedback"] is None:
             row, meta, extra = vote(fresh, pick)
         repairs = sum(1 for r in rows if r["feedback"] is not None)
+        codes = set(reject_codes(_verdicts(row)))
+        # asked again only when every reject is one a repair may fix: a code left unfixable keeps it rejected
         if (row is last and row["status"] == "rejected" and self.guard is not None and self.guard.stopped is None
-                and repairs < self.repair.max_attempts and set(reject_codes(_verdicts(row))) & self.guard.active):
-            return ("repair", feedback(_verdicts(row), lang, repairs + 1, self.repair.max_attempts))
+                and repairs < self.repair.max_attempts and codes and codes <= self.guard.active):
+            return ("repair", feedback(_verdicts(row), lang, repairs + 1, self.repair.max_attempts,
+                                       restart=self.repair.mode == "restart"))
         return ("final", row, meta, extra)
 
     def request(self, step: tuple, rows: list[dict], job, prompt, rid: str) -> tuple[TeacherRequest, dict]:
@@ -115,13 +118,16 @@ class Chains:
             return (TeacherRequest(rid, prompt.teacher_messages, self.schema, sampling),
                     {"sample": k, "feedback": None, "repairs": None})
         k = rows[-1]["sample"]
-        start = max(i for i, r in enumerate(rows) if r["feedback"] is None)
         msgs = list(prompt.teacher_messages)
-        for r in rows[start:]:
-            if r["feedback"]:
-                msgs.append({"role": "user", "content": r["feedback"]})
-            msgs.append({"role": "assistant", "content": r["raw"] or ""})
-        msgs.append({"role": "user", "content": step[1]})
+        if self.repair.mode == "restart":  # the request afresh, the verdicts of the attempt before beside it
+            msgs[-1] = {**msgs[-1], "content": f"{msgs[-1]['content']}\n\n{step[1]}"}
+        else:  # the conversation goes on from the sample's first answer
+            start = max(i for i, r in enumerate(rows) if r["feedback"] is None)
+            for r in rows[start:]:
+                if r["feedback"]:
+                    msgs.append({"role": "user", "content": r["feedback"]})
+                msgs.append({"role": "assistant", "content": r["raw"] or ""})
+            msgs.append({"role": "user", "content": step[1]})
         sampling = {**base, "seed": base["seed"] + k} if k else base
         return (TeacherRequest(rid, tuple(msgs), self.schema, sampling),
                 {"sample": k, "feedback": step[1], "repairs": rows[-1]["attempt"]})

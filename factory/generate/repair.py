@@ -1,8 +1,10 @@
-"""Repair with the verdict: a record rejected with a code its spec's `repair` section names is asked again.
+"""Repair with the verdict: a rejected record whose every reject code its spec's `repair` section names is asked again.
 
-The conversation goes on (the prompt, the teacher's answer, then a user turn stating each reject verdict in plain
-words, code and detail, in the request's language: ``factory.generate.repair_text``) and the teacher answers under the same
-schema constraint, up to `max_attempts` repairs. It runs inside the one generate loop (``factory.generate.generate``, through
+`mode: continue`: the conversation goes on (the prompt, the teacher's answer, then a user turn stating each reject
+verdict in plain words, code and detail, in the request's language: ``factory.generate.repair_text``); `mode:
+restart`: the request is asked afresh with the verdicts in plain words after it and the rejected answer left out (a
+small teacher copies an answer it is shown). The teacher answers under the same schema constraint, up to
+`max_attempts` repairs. It runs inside the one generate loop (``factory.generate.generate``, through
 ``factory.generate.chains``), right after the answer it repairs, so an embedded teacher still holds the shared prefix in its
 KV cache. This module holds the section's check, the guard and the verdict helpers.
 

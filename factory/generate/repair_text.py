@@ -19,6 +19,15 @@ FRAME = {
            "nur mit dem vollständigen, korrigierten JSON.", "Probleme:"),
 }
 
+# `repair.mode: restart`: the request is asked afresh, its rejected answer not shown, the verdicts beside it
+RESTART_FRAME = {
+    "en": ("An earlier answer to this request was rejected (repair {n} of {of}). Answer the request again with the "
+           "complete JSON, nothing else, and avoid every problem below.", "Problems of the earlier answer:"),
+    "de": ("Eine frühere Antwort auf diese Anfrage wurde abgelehnt (Korrektur {n} von {of}). Beantworte die Anfrage "
+           "erneut nur mit dem vollständigen JSON und vermeide jedes Problem unten.",
+           "Probleme der früheren Antwort:"),
+}
+
 MEANING_DE = {
     "PARSE001": "die Ausgabe ist kein JSON",
     "PARSE002": "die Ausgabe ist leer",
@@ -69,11 +78,15 @@ def meaning(code: str, lang: str | None) -> str:
     return c.meaning if c is not None else code
 
 
-def feedback(verdicts: Sequence[Verdict], lang: str | None, n: int, of: int) -> str:
-    """The repair turn for repair `n` of `of`: every reject verdict, as `- CODE (meaning): detail`."""
-    head, problems = FRAME.get(lang or "en", FRAME["en"])
+def feedback(verdicts: Sequence[Verdict], lang: str | None, n: int, of: int, restart: bool = False) -> str:
+    """The repair turn for repair `n` of `of`: every reject verdict, as `- CODE (meaning): detail` (restart: the
+    words that go beside the request asked afresh)."""
+    frames = RESTART_FRAME if restart else FRAME
+    head, problems = frames.get(lang or "en", frames["en"])
     lines = [head.format(n=n, of=of), problems]
     for v in verdicts:
         if v.severity == "reject":
-            lines.append(f"- {v.code} ({meaning(v.code, lang)})" + (f": {v.detail}" if v.detail else ""))
+            # restart: plain words only; the 135M teacher asked afresh writes a code it is shown as a task text
+            said = meaning(v.code, lang) if restart else f"{v.code} ({meaning(v.code, lang)})"
+            lines.append(f"- {said}" + (f": {v.detail}" if v.detail else ""))
     return "\n".join(lines)

@@ -1,25 +1,37 @@
-"""The quick start's spec versions: the yield versions (repair, samples, repair pairs) exist, lock and check,
-and stay opt-in: the quick start uses the latest single-shot version of each spec (docs/yield.md)."""
+"""The quick start's spec versions: it runs pinned single-shot versions (QUICKSTART_VERSIONS); the yield versions
+(repair in either mode, votes, retrieved examples, repair pairs) exist, lock and check, and stay opt-in
+(docs/yield.md, "The quick start")."""
 
 from __future__ import annotations
 
-from mashbill.cli.make.quickstart import QUICKSTART_SPECS, quickstart_spec
+from mashbill.cli.make.quickstart import QUICKSTART_SPECS, QUICKSTART_VERSIONS, quickstart_spec
 from mashbill.factory.generate.repair import check_repair
 from mashbill.specs import find_spec, load_spec
 from mashbill.specs.lock import lock_problem
 
 
-def test_the_quick_start_uses_single_shot_versions_and_the_yield_versions_are_there():
-    for name in (*QUICKSTART_SPECS, "quickstart-preference"):
+def test_the_quick_start_runs_its_pinned_single_shot_versions():
+    assert set(QUICKSTART_VERSIONS) == {*QUICKSTART_SPECS, "quickstart-preference"}
+    for name, version in QUICKSTART_VERSIONS.items():
         used = load_spec(quickstart_spec(name))
-        assert used.spec.repair is None and used.spec.samples is None
+        assert used.spec.version == version and lock_problem(used) is None
+        assert used.spec.repair is None and used.spec.samples is None and used.spec.examples is None
         assert "repair" not in used.spec.curation.preference.sources
-        latest = load_spec(find_spec(name))
-        assert latest.spec.version > used.spec.version and lock_problem(latest) is None
-        check_repair(latest)
+        assert load_spec(find_spec(name)).spec.version > version  # a newer, opt-in yield version exists
+
+
+def test_the_opt_in_yield_versions_are_there_and_check():
+    for ref in ("quickstart-complexity@5", "quickstart-plan@7", "quickstart-plan@8", "quickstart-plan@9",
+                "quickstart-preference@6"):
+        rs = load_spec(find_spec(ref))
+        assert lock_problem(rs) is None
+        check_repair(rs)
     plan, cx = load_spec(find_spec("quickstart-plan@7")), load_spec(find_spec("quickstart-complexity@5"))
-    assert plan.spec.repair.max_attempts == 2 and "HR001" in plan.spec.repair.codes
+    assert plan.spec.repair.max_attempts == 2 and plan.spec.repair.mode == "continue"
+    assert "HR001" in plan.spec.repair.codes
     assert set(cx.spec.repair.codes) >= {"CPLX005", "CPLX007", "CPLX008"}
-    pref = load_spec(find_spec("quickstart-preference@6"))
-    assert "repair" in pref.spec.curation.preference.sources
-    assert pref.spec.curation.preference.source_spec.endswith("quickstart-plan@7.yaml")
+    assert load_spec(find_spec("quickstart-plan@8")).spec.examples is not None
+    afresh = load_spec(find_spec("quickstart-plan@9")).spec.repair
+    assert afresh.mode == "restart" and "HR001" in afresh.codes and "HR006" not in afresh.codes
+    cfg = load_spec(find_spec("quickstart-preference@6")).spec.curation.preference
+    assert "repair" in cfg.sources and cfg.source_spec.endswith("quickstart-plan@7.yaml")

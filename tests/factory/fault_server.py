@@ -88,6 +88,7 @@ class FaultServer:
         self.attempts: dict[str, int] = {}
         self.log: list[tuple[str, int, str | None]] = []  # (key, attempt, fault) per chat request
         self.sampling: list[dict] = []  # the sampling fields of each chat request, as sent
+        self.messages: list[list[dict]] = []  # the messages of each chat request, as sent
         self.gate = threading.Event()  # releases requests scheduled to `hold`
         self.log_file = log_file  # one line per chat request, for tests that watch a server in another process
         self._lock = threading.Lock()
@@ -166,6 +167,7 @@ class FaultServer:
                                       .encode())
                 messages = body.get("messages") or []
                 server.sampling.append({k: body[k] for k in SAMPLING_FIELDS if k in body})
+                server.messages.append(messages)
                 key = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
                 _, fault = server.next_attempt(key)
                 if server.delay_s:

@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from mashbill.errors import SpecError
-from mashbill.specs import LIBRARY, load_spec
+from mashbill.specs import LIBRARY, find_spec, load_spec
 from mashbill.specs.examples import load_bank, render_rows
+from mashbill.specs.loader import spec_home
 
-BASE = LIBRARY / "quickstart" / "quickstart-plan@8.yaml"
+BASE = find_spec("quickstart-plan@8")  # archived: its references resolve from its kind's folder (spec_home)
 PLAN = [{"task": "Compute 12 * 7.", "category": "precision_tools", "mcp_tool": "calculate",
          "mcp_args": {"expression": "12 * 7"}}]
 
@@ -29,12 +30,13 @@ def write_bank(path, rows) -> None:
 def spec_with_bank(tmp_path, bank_rows=None, *, name: str = "bank-plan", **examples) -> "Path":  # noqa: F821
     """The quick-start plan spec @8 with absolute references, inline seeds and a bank of our own."""
     data = yaml.safe_load(BASE.read_text(encoding="utf-8"))
+    home = spec_home(BASE)
     for key in ("output_schema", "rules"):
-        data[key] = str((BASE.parent / data[key]).resolve())
+        data[key] = str((home / data[key]).resolve())
     for key in ("prompt", "taxonomy", "tools"):
-        data[key]["file"] = str((BASE.parent / data[key]["file"]).resolve())
-    data["holdout"] = [str((BASE.parent / h).resolve()) for h in data["holdout"]]
-    data["trainer_profile"]["chat_template"] = str((BASE.parent / data["trainer_profile"]["chat_template"]).resolve())
+        data[key]["file"] = str((home / data[key]["file"]).resolve())
+    data["holdout"] = [str((home / h).resolve()) for h in data["holdout"]]
+    data["trainer_profile"]["chat_template"] = str((home / data["trainer_profile"]["chat_template"]).resolve())
     data["seeds"] = [{"inline": [{"query": "What is 12 * 7?", "lang": "en"}]}]
     bank = tmp_path / "bank@1.jsonl"
     if bank_rows is not None:

@@ -24,8 +24,8 @@ def _versions(files):
 
 
 def test_the_live_library_holds_the_latest_version_per_name_and_the_archive_the_rest():
-    """Live: each name's latest version, and the single-shot version the quick start runs where the latest is
-    an opt-in yield version (docs/yield.md). Everything else is in archive/."""
+    """Live: each name's latest version, and the version the quick start runs where the latest is an opt-in yield
+    version (docs/yield.md). Everything else is in archive/."""
     from mashbill.cli.make.quickstart import QUICKSTART_SPECS, quickstart_spec
 
     live = find_spec_files(LIBRARY)
@@ -34,7 +34,7 @@ def test_the_live_library_holds_the_latest_version_per_name_and_the_archive_the_
     assert archived and all(f not in live for f in archived)
     quick = {p.stem for p in (quickstart_spec(n) for n in (*QUICKSTART_SPECS, "quickstart-preference"))}
     # a version a live preference spec takes its pairs from stays live too (quickstart-plan@7 for
-    # quickstart-preference@6, while quickstart-plan@8 adds retrieved examples)
+    # quickstart-preference@6, while quickstart-plan@9 repairs afresh)
     for f in live:
         src = load_spec(f).spec.curation.preference.source_spec
         if src:

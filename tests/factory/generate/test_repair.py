@@ -75,6 +75,47 @@ def test_a_rejected_record_is_repaired_with_its_verdict_and_every_attempt_is_sto
     assert summary["repair"] == stats["repair"] and summary["teacher_s_per_accepted"] > 0  # generate --json too
 
 
+def test_a_restart_repair_asks_the_request_afresh_with_the_verdicts_and_without_the_rejected_answer(
+        write_spec, fault_server, tmp_path):
+    server = fault_server(schedule=lambda key, attempt: "schema" if tag(key) is not None and _repair_turn(key) is None
+                          else None)  # seeds answer against the schema first, right when asked afresh
+    seeds = [{"query": f"q{i:03d} What is {i}% of 2840?", "lang": "de" if i == 1 else "en"} for i in range(3)]
+    spec = _with_repair(write_spec(seeds=seeds, runtime={"concurrency": 1, "batch_size": 1}),
+                        {"max_attempts": 1, "codes": ["SCHEMA001"], "mode": "restart"})
+    store = tmp_path / "store"
+    run_cli("generate", spec, "--store", store, "--base-url", server.url, "--no-progress", check=True)
+    asked = [(k, m) for (k, _, _), m in zip(server.log, server.messages) if tag(k) is not None]  # no probes
+    first = {tag(k): m for k, m in asked if _repair_turn(k) is None}
+    repairs = [(k, m) for k, m in asked if _repair_turn(k) is not None]
+    assert len(first) == 3 and len(repairs) == 3
+    for key, msgs in repairs:
+        asked = first[tag(key)]
+        # the same conversation as the first ask, no answer in it, and the last user turn is the request with the
+        # verdicts after it
+        assert [m["role"] for m in msgs] == [m["role"] for m in asked] and "assistant" not in {m["role"] for m in msgs}
+        assert msgs[:-1] == asked[:-1] and msgs[-1]["content"].startswith(asked[-1]["content"] + "\n\n")
+        said = msgs[-1]["content"][len(asked[-1]["content"]):]
+        # the verdict in plain words, its code left out (a small teacher asked afresh writes it as a task)
+        assert "SCHEMA001" not in said and ("does not match the spec's output schema" in said
+                                            or "passt nicht zum Ausgabeschema" in said), said
+        assert ("Eine frühere Antwort auf diese Anfrage wurde abgelehnt" in said) == (tag(key) == 1)
+    # stored as in a conversation's repair: the attempt it repairs, the words it was asked with
+    rows = sql(store, "SELECT attempt, repairs, status, feedback FROM record_attempts ORDER BY record_id, attempt")
+    assert [(a, r, s) for a, r, s, _ in rows] == [(1, None, "rejected"), (2, 1, "accepted")] * 3
+    assert all(f is None if a == 1 else "Ausgabeschema" in f or "output schema" in f for a, _, _, f in rows)
+
+
+def test_a_restart_mode_changes_the_spec_hash_and_the_default_mode_does_not(write_spec, tmp_path):
+    from mashbill.specs import load_spec
+
+    spec = write_spec()
+    h_plain = load_spec(_with_repair(spec, {"max_attempts": 1, "codes": ["SCHEMA001"]})).hash
+    # written out at its default: a spec from before the field keeps its hash
+    h_continue = load_spec(_with_repair(spec, {"max_attempts": 1, "codes": ["SCHEMA001"], "mode": "continue"})).hash
+    h_restart = load_spec(_with_repair(spec, {"max_attempts": 1, "codes": ["SCHEMA001"], "mode": "restart"})).hash
+    assert h_continue == h_plain != h_restart
+
+
 def test_a_teacher_that_never_fixes_a_code_stops_being_asked(write_spec, fault_server, tmp_path):
     server = fault_server(schedule=lambda key, attempt: "schema" if tag(key) is not None or _repair_turn(key) else None)
     spec = _with_repair(write_spec(n=30, runtime={"concurrency": 1, "batch_size": 1}),
@@ -111,7 +152,9 @@ def test_a_bad_repair_section_stops_spec_check_with_file_line_and_field(write_sp
                                  ({"max_attempts": 2, "codes": ["PLAN003", "DUP001"]}, "repair.codes.1",
                                   "not repairable"),
                                  ({"max_attempts": 2, "codes": ["HR005"]}, "repair.codes.0", "not a reject"),
-                                 ({"max_attempts": 0, "codes": ["PLAN003"]}, "repair.max_attempts", "greater than")):
+                                 ({"max_attempts": 0, "codes": ["PLAN003"]}, "repair.max_attempts", "greater than"),
+                                 ({"max_attempts": 1, "codes": ["PLAN003"], "mode": "again"}, "repair.mode",
+                                  "'continue' or 'restart'")):
         _with_repair(spec, repair)
         proc = run_cli("spec", "check", spec)
         assert proc.returncode == 1, proc.stdout

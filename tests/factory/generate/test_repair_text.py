@@ -21,3 +21,13 @@ def test_the_turn_states_every_reject_in_the_request_language_and_leaves_flags_o
     assert "- PLAN003 (a category was not in the taxonomy shown for this record): category 'cooking' was not shown" in en
     assert f"- ARG001 ({MEANING_DE['ARG001']}): calculate uses 1.5" in de
     assert "CPLX006" not in en + de
+
+
+def test_a_restart_states_each_reject_in_plain_words_without_its_code():
+    vs = [Verdict("PLAN003", "reject", "category 'cooking' was not shown"), Verdict("CPLX006", "flag", "heuristic")]
+    en, de = feedback(vs, "en", 1, 1, restart=True), feedback(vs, "de", 1, 2, restart=True)
+    assert en.startswith("An earlier answer to this request was rejected (repair 1 of 1)")
+    assert "- a category was not in the taxonomy shown for this record: category 'cooking' was not shown" in en
+    assert de.startswith("Eine frühere Antwort auf diese Anfrage wurde abgelehnt (Korrektur 1 von 2)")
+    assert f"- {MEANING_DE['PLAN003']}: category 'cooking' was not shown" in de
+    assert "PLAN003" not in en + de and "CPLX006" not in en + de
