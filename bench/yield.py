@@ -83,8 +83,7 @@ def seeded_spec(spec: Path, name: str, rows: list[dict], file_sections: tuple[st
 
 def repair_section(repair: dict, args) -> dict:
     """The spec's repair section with --attempts."""
-    section = {**repair, "max_attempts": args.attempts}
-    return section
+    return {**repair, "max_attempts": args.attempts}
 
 
 def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
@@ -344,6 +343,7 @@ def main() -> None:
     by = {r["method"]: r for r in results}
     best = max(results, key=lambda r: (r["right_per_100"], r["precision"]))
     single = by.get("single")
+
     def fix_rate(*methods):
         res = next((by[m] for m in methods if m in by), {})
         tried = sum(v["tried"] for v in res.get("repair", {}).values())
