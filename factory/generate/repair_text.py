@@ -79,8 +79,8 @@ def meaning(code: str, lang: str | None) -> str:
 
 
 def feedback(verdicts: Sequence[Verdict], lang: str | None, n: int, of: int, restart: bool = False) -> str:
-    """The repair turn for repair `n` of `of`: every reject verdict, as `- CODE (meaning): detail` (restart: the
-    words that go beside the request asked afresh)."""
+    """The repair turn for repair `n` of `of`: every reject verdict, as `- CODE (meaning): detail`; with `restart`,
+    the words that follow the request asked afresh, each verdict as `- meaning: detail`."""
     frames = RESTART_FRAME if restart else FRAME
     head, problems = frames.get(lang or "en", frames["en"])
     lines = [head.format(n=n, of=of), problems]

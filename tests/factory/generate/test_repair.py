@@ -183,3 +183,25 @@ def test_merged_shards_keep_every_attempt_once(write_spec, fault_server, tmp_pat
         run_cli("merge", out, *parts, check=True)
     query = "SELECT record_id, attempt, sample, status, raw, feedback FROM record_attempts ORDER BY 1, 2"
     assert sql(out, query) == sql(full, query) and len(sql(full, query)) == 12 + 6
+
+
+def test_a_record_is_repaired_only_when_every_reject_is_a_named_code():
+    """A reject the section leaves out keeps the record rejected whatever a repair fixes: it is not asked again."""
+    from types import SimpleNamespace
+
+    from mashbill.factory.generate.chains import Chains
+    from mashbill.specs.model import Repair
+
+    chains = Chains(SimpleNamespace(pick=None, repair=Repair(max_attempts=1, codes=["PLAN003", "HR001"])),
+                    store=None, run_id="r", teacher=None, schema=None, acct=None, to_record=None)
+
+    def row(*codes, severity="reject"):
+        return {"attempt": 1, "sample": 0, "feedback": None, "status": "rejected", "raw": "[]", "output": [],
+                "verdicts": [{"code": c, "severity": severity, "detail": "d"} for c in codes]}
+
+    assert chains.step([row("PLAN003")], "en")[0] == "repair"
+    assert chains.step([row("PLAN003", "HR001")], "en")[0] == "repair"
+    assert chains.step([row("PLAN003", "HR006")], "en")[0] == "final"  # HR006 is not named
+    assert chains.step([{**row("PLAN003"), "verdicts": row("PLAN003")["verdicts"] + row("HR006", severity="flag")[
+        "verdicts"]}], "en")[0] == "repair"  # a flag is not a reject
+    assert chains.step([row("PLAN003"), {**row("PLAN003"), "attempt": 2, "feedback": "f"}], "en")[0] == "final"
