@@ -76,14 +76,21 @@ def seeded_spec(spec: Path, name: str, rows: list[dict], file_sections: tuple[st
     for key in ("output_schema", "rules"):
         data[key] = str((base / data[key]).resolve())
     data["trainer_profile"]["chat_template"] = str((base / data["trainer_profile"]["chat_template"]).resolve())
+    if "examples" in data:
+        data["examples"]["bank"] = str((base / data["examples"]["bank"]).resolve())
+    if "holdout" in data:
+        data["holdout"] = [str((base / h).resolve()) for h in data["holdout"]]
     if getattr(args, "repeat_penalty", None) is not None:
         data["teacher"]["sampling"]["repeat_penalty"] = args.repeat_penalty
     return data
 
 
-def repair_section(repair: dict, args) -> dict:
-    """The spec's repair section with --attempts."""
-    return {**repair, "max_attempts": args.attempts}
+def repair_for(method: str, repair: dict, args) -> dict | None:
+    """The repair section of a repairing method (the spec's, with --attempts; `restart` asks afresh), else None."""
+    if method not in ("repair", "restart", "repair+retrieved"):
+        return None
+    section = {**repair, "max_attempts": args.attempts}
+    return {**section, "mode": "restart"} if method == "restart" else section
 
 
 def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
@@ -95,10 +102,8 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
 
         data["teacher"] = server_teacher(data["teacher"])
         data["runtime"] = {**data.get("runtime", {}), **SERVER_RUNTIME}
-    if method in ("repair", "repair+retrieved"):
-        data["repair"] = repair_section(repair, args)
-    elif method == "restart":
-        data["repair"] = {**repair_section(repair, args), "mode": "restart"}
+    if (section := repair_for(method, repair, args)) is not None:
+        data["repair"] = section
     elif method == "vote":
         data["samples"] = {"n": args.samples, "pick": "vote", "vote_on": "complexity"}
     elif method == "best_of_n":
@@ -158,20 +163,12 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
 def plan_method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     """quickstart-plan@7 (quickstart-plan@8 for the retrieved methods) with the plan yardstick's requests as seeds
     and the method's sections."""
-    retrieved = method in ("retrieved", "repair+retrieved")
-    spec = PLAN_RETRIEVED_SPEC if retrieved else PLAN_SPEC
+    spec = PLAN_RETRIEVED_SPEC if method in ("retrieved", "repair+retrieved") else PLAN_SPEC
     name = f"yield-plan-{method.replace('+', '-')}"
     data = seeded_spec(spec, name, rows, ("prompt", "taxonomy", "tools"), args)
-    if retrieved:
-        from mashbill.specs.loader import spec_home
-
-        data["examples"]["bank"] = str((spec_home(spec) / data["examples"]["bank"]).resolve())
-        data["holdout"] = [str((spec_home(spec) / h).resolve()) for h in data.get("holdout", [])]
     repair = data.pop("repair")
-    if method in ("repair", "repair+retrieved"):
-        data["repair"] = repair_section(repair, args)
-    elif method == "restart":
-        data["repair"] = {**repair_section(repair, args), "mode": "restart"}
+    if (section := repair_for(method, repair, args)) is not None:
+        data["repair"] = section
     elif method == "best_of_n":
         data["samples"] = {"n": args.samples, "pick": "first-accepted"}
     elif method not in ("single", "retrieved"):

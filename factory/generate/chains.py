@@ -101,11 +101,12 @@ class Chains:
         if pick is not None and pick.pick == "vote" and last["feedback"] is None:
             row, meta, extra = vote(fresh, pick)
         repairs = sum(1 for r in rows if r["feedback"] is not None)
-        codes = set(reject_codes(_verdicts(row)))
+        verdicts = _verdicts(row)
+        codes = set(reject_codes(verdicts))
         # asked again only when every reject is one a repair may fix: a code left unfixable keeps it rejected
         if (row is last and row["status"] == "rejected" and self.guard is not None and self.guard.stopped is None
                 and repairs < self.repair.max_attempts and codes and codes <= self.guard.active):
-            return ("repair", feedback(_verdicts(row), lang, repairs + 1, self.repair.max_attempts,
+            return ("repair", feedback(verdicts, lang, repairs + 1, self.repair.max_attempts,
                                        restart=self.repair.mode == "restart"))
         return ("final", row, meta, extra)
 
