@@ -7,6 +7,7 @@
   "12 € per day for a week") it is turned into an expression and computed, so a plan's expression can be compared by
   value: "7 - 5 + 1000" loses the power.
 - ``unit_problems`` / ``date_problems``: unit_convert's units and date_* dates are ones the query names.
+- ``grounded``: does anything in a tool call come from the query at all (tool-unfounded, moe-routing@7)?
 
 The data (allowed constants, unit names) is in the rule set's ``fidelity:`` section; the language patterns for
 operators in words are here, in English and German.
@@ -18,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from mashbill.validators.plans import expr
+from mashbill.validators.plans import drift, expr
 
 # ---------------------------------------------------------------- numbers the query states
 
@@ -48,8 +49,11 @@ _SCALES = {
 _WORD_RE = re.compile(r"[a-zäöüß]+")
 
 
-def query_numbers(query: str, constants: list[float]) -> set[float]:
-    """Every value a faithful argument may take from this query."""
+_ARTICLES = frozenset({"a", "an", "ein", "eine", "einen"})
+
+
+def query_numbers(query: str, constants: list[float], articles: bool = True) -> set[float]:
+    """Every value a faithful argument may take from this query (`articles`: "a", "an", "ein" ... read as 1)."""
     base: set[float] = set()
     per = expr.numbers_in(query)
     for vals in per:
@@ -59,7 +63,7 @@ def query_numbers(query: str, constants: list[float]) -> set[float]:
             for y in b:
                 base.update({x + y / 12, x + y / 60, x + y / 16, x + y / 100, x / y if y else 0.0})
     words = _WORD_RE.findall(query.lower())
-    base.update(_WORDS[w] for w in words if w in _WORDS)
+    base.update(_WORDS[w] for w in words if w in _WORDS and (articles or w not in _ARTICLES))
     out = set(base) | set(constants)
     for n in base:
         out.update({n / 100, 1 + n / 100, 1 - n / 100, -n, 1 / n if n else 0.0})
@@ -416,3 +420,68 @@ def date_problems(query: str, args) -> list[str]:
         shown = ", ".join(f"{y or '????'}-{m:02d}-{dd:02d}" for y, m, dd in sorted(named, key=lambda x: (x[0] or 0, x[1:])))
         out.append(f"{key} '{v}' is not a date the query names ({shown})")
     return out
+
+
+# ---------------------------------------------------------------- grounding (tool-unfounded, moe-routing@7)
+
+_ISO_ARG = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ARG_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+
+
+def grounded(query: str, args, units: dict[str, list[str]], options=(), readings=(), notation: bool = False,
+             names=None) -> bool:
+    """Does any argument of a tool call come from the query: a number it states (in any reading, `readings` being its
+    other spellings, such as spelled numbers as digits; a constant any plan may use or a bare article does not count),
+    a unit or date it names, a word of its subject, or an earlier task's result ({result_of:ID})? The values of the
+    `options` arguments (operation, algorithm, mode ...) choose how a tool computes, not on what: they are not read.
+    `names(key, value)`, where given, says whether the query names a string value in its own way (a law's full name
+    for "BGB")."""
+    texts = [query, *readings]
+    stated = set().union(*(query_numbers(t, [], articles=False) for t in texts))
+    named_units = set().union(*(units_named(t, units, notation) for t in texts)) if units else set()
+    idx = unit_index(units) if units else {}
+    low = " ".join(query.lower().split())
+    query_roots = drift.roots(query)
+
+    def number(x: float) -> bool:
+        return _allowed(float(x), stated)
+
+    def text(key, v: str) -> bool:
+        s = v.strip()
+        if not s:
+            return False
+        if expr.PLACEHOLDER.search(s):
+            return True  # an earlier task's result
+        if key in ("from_unit", "to_unit") and idx.get(_key(s)) is not None:
+            return idx[_key(s)] in named_units
+        if _ISO_ARG.fullmatch(s):
+            named, _ = query_dates(query)
+            d = tuple(int(x) for x in s.split("-"))
+            return any((y is None or y == d[0]) and (m, dd) == d[1:] for y, m, dd in named)
+        try:
+            nums = expr.constants(expr.parse(s))
+        except expr.ExprError:
+            nums = [float(n) for n in _ARG_NUMBER.findall(s)]
+            quoted = " ".join(s.lower().split())
+            if len(quoted) >= 2 and re.search(rf"(?<!\w){re.escape(quoted)}(?!\w)", low):
+                return True  # quoted from the query ("BGB", "hello world")
+            if any(not r[0].isdigit() for r in drift.shared_roots(drift.roots(s), query_roots)):
+                return True  # shares a word of the query's subject (its numbers are judged as numbers)
+            if names is not None and names(key, s):
+                return True
+        return any(number(n) for n in nums)
+
+    def walk(v, key=None) -> bool:
+        if key in options or isinstance(v, bool) or v is None:
+            return False
+        if isinstance(v, (int, float)):
+            return number(v)
+        if isinstance(v, str):
+            return text(key, v)
+        if isinstance(v, dict):
+            return any(walk(x, k) for k, x in v.items())
+        if isinstance(v, list):
+            return any(walk(x, key) for x in v)
+        return False
+
+    return walk(args)

@@ -6,6 +6,7 @@ its code and severity. ``check_plan`` runs every enabled rule and returns verdic
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -180,6 +181,32 @@ def dependencies(ctx: RuleContext) -> list[str]:
     return out
 
 
+_TOOL_FIELDS = ("mcp_tool", "mcp_args")
+
+
+@rule("tool-fields")
+def tool_fields(ctx: RuleContext) -> list[str]:
+    """mcp_tool and mcp_args belong to precision_tools tasks (DOMAIN §1): on another task nothing runs the tool, and
+    the reference's own wrong-plan maker removes both when it moves a task out of precision_tools (§5.1). A null
+    value counts as absent."""
+    out = []
+    for t in ctx.plan.tasks:
+        if t.canonical is None or t.canonical == ctx.cats.precision:
+            continue  # no category: task-text reports it
+        stray = [f for f in _TOOL_FIELDS if t.get(f) is not None]
+        if stray:
+            tool = t.get("mcp_tool")
+            what = f"tool {tool!r}" if tool is not None else f"mcp_args {_short(t.get('mcp_args'))}"
+            out.append(f"{_label(t)} ({t.category}) carries {' and '.join(stray)} ({what}), which only a "
+                       f"{ctx.cats.precision} task may: {_short(t.get('task'))}")
+    return out
+
+
+def _short(v, n: int = 60) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    return repr(text if len(text) <= n else text[:n - 3] + "...")
+
+
 def _evidence(ctx: RuleContext) -> str:
     return "; ".join(f"{name}: '{ctx.triggers.evidence[name]}'" for name in ctx.triggers.intents)
 
@@ -202,6 +229,33 @@ def precision_tool_match(ctx: RuleContext) -> list[str]:
         if not used & set(tools):
             out.append(f"{name} ('{ctx.triggers.evidence[name]}') needs {' or '.join(tools)}; plan uses "
                        f"{', '.join(sorted(str(u) for u in used))}")
+    return out
+
+
+@rule("tool-unfounded")
+def tool_unfounded(ctx: RuleContext) -> list[str]:
+    """A precision_tools task where the query asks for no computation (no precision intent fires, no § is cited) is
+    kept only when something in its arguments comes from the query: "What are common side effects of metformin?" with
+    calculate("100") passes ARG001 (100 is a constant any plan may use) but computes nothing the query asked about."""
+    if ctx.triggers.intents or ctx.triggers.citations:
+        return []  # the query asks for a tool: HR002 and the argument checks judge the call
+    fid = ctx.rs.fidelity
+    trig = triggers_for(ctx.rs)
+    readings = numwords.readings(ctx.rs, ctx.query)
+
+    def names(key: str, value: str) -> bool:  # a law by its full name ("Bürgerliches Gesetzbuch" for BGB)
+        law = trig.canonical_law(value) if key == "law" else None
+        return law is not None and any(law_ == law and rx.search(ctx.query) for rx, law_ in trig.laws)
+
+    out = []
+    for t in ctx.precision_tasks():
+        tool = t.get("mcp_tool")
+        if not _nonempty_str(tool):
+            continue  # tool-known reports it
+        args = t.get("mcp_args")
+        if not fidelity.grounded(ctx.query, args, fid.units, fid.option_args, readings, fid.read_notation, names):
+            out.append(f"{_label(t)}: {tool} {_short(args)} on a query that asks for no computation (no precision "
+                       f"intent fires), and no argument is a number, unit, date or word the query states")
     return out
 
 

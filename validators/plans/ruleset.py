@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from mashbill.errors import SpecError
 from mashbill.factory.codes import RULE_IDS
@@ -24,7 +24,7 @@ from mashbill.specs.yamlio import line_for
 from mashbill.validators.complexity.complexity_rules import load_complexity_rules
 from mashbill.validators.plans.rulebase import Checks, RuleEntry
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@6.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@7.yaml"
 
 
 class TaskCount(Strict):
@@ -135,6 +135,17 @@ class Fidelity(Strict):
     units: dict[str, list[str]] = {}
     # (@6) read the query's notation for the unit asked for: "10 lbs ?= kg", "5 m =? ft", "7 ? kg"
     read_notation: bool = False
+    # (@7) argument names whose values choose how a tool computes (operation, algorithm, mode ...), not what it
+    # computes on: tool-unfounded (HR009) does not count them as coming from the query
+    option_args: list[str] = []
+
+    @field_validator("option_args")
+    @classmethod
+    def _argument_names(cls, v: list[str]) -> list[str]:
+        bad = [a for a in v if not re.fullmatch(r"[a-z][a-z0-9_]*", a)]
+        if bad:
+            raise ValueError(f"not an argument name (lower-case letters, digits, _): {bad}")
+        return v
 
 
 class NumberWords(Strict):

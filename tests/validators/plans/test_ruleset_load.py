@@ -20,7 +20,7 @@ def _variant(tmp_path, old: str, new: str):
 
 
 @pytest.mark.parametrize("old,new,field,says", [
-    ("  - id: precision-first\n", "  - id: precision-frist\n", "rules.11.id", "unknown rule id 'precision-frist' "
+    ("  - id: precision-first\n", "  - id: precision-frist\n", "rules.12.id", "unknown rule id 'precision-frist' "
                                                                              "(did you mean 'precision-first'?)"),
     ("  parrot_share: 0.6\n", "  parrot_share: 1.6\n", "drift.parrot_share", "less than or equal to 1"),
     ("  threshold: 0.7\n", "  threshold: -0.7\n", "checks.leakage.threshold", "greater than 0"),
@@ -33,6 +33,11 @@ def _variant(tmp_path, old: str, new: str):
     ("          - '(?<!\\w)(?:side[- ]effects", "          - '(?:x'\n          - '(?<!\\w)(?:side[- ]effects",
      "category_request.medical_consult.triggers.0.any.0", "invalid regular expression"),
     ("  cues: moe-complexity@1.yaml\n", "  cues: moe-complexity@9.yaml\n", "recall_request.cues", "names no file"),
+    # tool-unfounded's option arguments (@7): an argument name, under its own key
+    ("  option_args: [operation, operations,", "  option_args: [Operation-Name, operations,", "fidelity.option_args",
+     "not an argument name"),
+    ("  option_args: [operation, operations,", "  option_arg: [operation, operations,", "fidelity.option_arg",
+     "unknown key"),
 ])
 def test_bad_rule_set_is_one_line_with_file_line_and_field(tmp_path, old, new, field, says):
     p, line = _variant(tmp_path, old, new)
