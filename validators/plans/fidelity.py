@@ -36,6 +36,10 @@ _WORDS = {
     "thrice": 3, "fourths": 4, "fourth": 4, "thirds": 3, "halves": 2, "quadruple": 4, "vierfach": 4, "vierfache": 4, "quarters": 25, "dime": 10, "dimes": 10, "nickel": 5,
     "nickels": 5, "penny": 1, "pennies": 1, "cents": 100, "cent": 100,
     "squared": 2, "quadrat": 2, "cubed": 3, "square": 2, "cube": 3, "percent": 100, "prozent": 100,
+    # (@7) a multiplication as a verb ("the number doubles", "verdreifacht sich"): the factor is stated
+    "doubles": 2, "doubled": 2, "doubling": 2, "triples": 3, "tripled": 3, "tripling": 3, "quadruples": 4,
+    "quadrupled": 4, "halved": 2, "halving": 2, "verdoppelt": 2, "verdoppeln": 2, "verdoppelte": 2, "verdreifacht": 3,
+    "verdreifachen": 3, "vervierfacht": 4, "halbiert": 2, "halbieren": 2,
 }
 # unit words whose presence allows a number scaled by a fixed factor ("2 weeks" -> 14 days, "3 hours" -> 180 minutes)
 _SCALES = {

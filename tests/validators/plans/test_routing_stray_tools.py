@@ -80,9 +80,11 @@ def _precision(tool, args, task):
 
 
 @pytest.mark.parametrize("query,plan", [
-    ("What is the capital of Australia?", _precision("calculate", {"expression": "1000 / 10"}, "The capital of Australia")),
+    ("What is the capital of Australia?",
+     _precision("calculate", {"expression": "1000 / 10"}, "The capital of Australia")),
     ("Is a tomato a fruit or a vegetable?", _precision("calculate", {"expression": "1 + 1"}, "Is a tomato a fruit")),
-    ("Welche Nebenwirkungen hat Ibuprofen?", _precision("calculate", {"expression": "2 * 100"}, "Nebenwirkungen von Ibuprofen")),
+    ("Welche Nebenwirkungen hat Ibuprofen?",
+     _precision("calculate", {"expression": "2 * 100"}, "Nebenwirkungen von Ibuprofen")),
     ("How long should I take amoxicillin for a sinus infection?",
      _precision("calculate", {"expression": "10"}, "How long to take amoxicillin for a sinus infection")),
     ("Write a limerick about a cat named Tom.",
@@ -106,3 +108,18 @@ def test_spelled_numbers_and_a_percent_ground_a_call_the_triggers_miss(v7, catal
     ok = _precision("calculate", {"expression": "72 / 3"}, "A third of seventy-two metres")
     assert not triggers_for(v7).analyze(q).intents  # the rule is the one that decides here
     assert "HR009" not in {v.code for v in _rejects(v7, q, ok, FULL, catalog)}
+
+
+@pytest.mark.parametrize("query,expression", [
+    ("The price tripled since last spring and was 40 euros before; is that normal?", "40 * 3"),
+    ("Meine Miete von 700 Euro hat sich verdoppelt, was heißt das für mich?", "700 * 2"),
+    ("If the population doubles, what happens to the demand?", "2 * 1"),
+])
+def test_a_factor_stated_as_a_verb_grounds_the_call(v7, catalog, query, expression):
+    """A multiplication said as a verb (doubles, tripled, verdoppelt) states its factor: the call is about the query
+    even though no precision intent fires (the GSM8K row "the number of students doubles" in bench/triggers.py)."""
+    assert not triggers_for(v7).analyze(query).intents
+    plan = _precision("calculate", {"expression": expression}, "Work out the change")
+    assert "HR009" not in {v.code for v in _rejects(v7, query, plan, FULL, catalog)}
+    made_up = _precision("calculate", {"expression": "10 * 10"}, "Work out the change")
+    assert "HR009" in {v.code for v in _rejects(v7, query, made_up, FULL, catalog)}
