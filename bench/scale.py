@@ -26,6 +26,7 @@ preflight_s= peak_rss_mb= bytes_per_record= worst_stage=
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -139,9 +140,15 @@ def main() -> int:
     ap.add_argument("--curator-python", default=str(CURATOR_PY))
     ap.add_argument("--curator-records", type=int, default=20_000, help="records Curator generates (0: skip)")
     ap.add_argument("--dir", help="work folder (default: a temporary one, removed at the end)")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (its stores, specs and logs) and say where")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.records]
-    with tempfile.TemporaryDirectory(prefix="mashbill-scale-", dir=args.dir) as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            tmp = tempfile.mkdtemp(prefix="mashbill-scale-", dir=args.dir)
+            stack.callback(print, f"work folder kept: {tmp}")
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="mashbill-scale-", dir=args.dir))
         server_rps(Path(tmp), args)
         results = {n: one_size(Path(tmp) / f"n{n}", n, args) for n in sizes}
     n = sizes[-1]

@@ -80,6 +80,18 @@ def _loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
     return out
 
 
+_RECORD_SELECT = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, messages, meta "
+                  "FROM records")
+
+
+def _decode_records(rows: list[tuple]) -> list[Record]:
+    inputs, outputs = _loads_many([r[2] for r in rows]), _loads_many([r[3] for r in rows])
+    messages, metas = _loads_many([r[9] for r in rows]), _loads_many([r[10] for r in rows])
+    return [Record(id=row[0], kind=row[1], input=inp, output=out, raw=row[4], spec=SpecRef(row[5], row[6], row[7]),
+                   status=row[8], messages=tuple(msgs), meta=meta)
+            for row, inp, out, msgs, meta in zip(rows, inputs, outputs, messages, metas)]
+
+
 def migrations() -> list[tuple[int, str, str]]:
     out = []
     for f in sorted(resources.files("mashbill.factory.migrations").iterdir(), key=lambda p: p.name):
@@ -424,6 +436,40 @@ class Store(StoreQueries):
     def records(self, spec_hash: str | None = None, status: str | None = None,
                 ids: Sequence[str] | None = None) -> list[Record]:
         """Stored records, ordered by id; filtered by spec hash, status and/or a list of ids."""
+        where, params = self._record_filter(spec_hash, status)
+        if ids is not None:
+            if not ids:
+                return []
+            where.append("record_id IN (SELECT record_id FROM _want)")
+            self.con.register("_want", pa.table({"record_id": list(ids)}))
+        try:
+            rows = self.con.execute(_RECORD_SELECT + (" WHERE " + " AND ".join(where) if where else "") +
+                                    " ORDER BY record_id", params).fetchall()
+        finally:
+            if ids is not None:
+                self.con.unregister("_want")
+        return _decode_records(rows)
+
+    def record_batches(self, spec_hash: str | None = None, status: str | None = None,
+                       batch_size: int = 20_000) -> Iterator[list[Record]]:
+        """``records`` a batch at a time, in the same order, so that a pass over a million records holds one batch:
+        each batch starts after the last id of the one before (no cursor is held open between batches)."""
+        where, params = self._record_filter(spec_hash, status)
+        after = None
+        while True:
+            cond = where + (["record_id > ?"] if after is not None else [])
+            rows = self.con.execute(_RECORD_SELECT + (" WHERE " + " AND ".join(cond) if cond else "") +
+                                    f" ORDER BY record_id LIMIT {int(batch_size)}",
+                                    params + ([after] if after is not None else [])).fetchall()
+            if not rows:
+                return
+            after = rows[-1][0]
+            yield _decode_records(rows)
+            if len(rows) < batch_size:
+                return
+
+    @staticmethod
+    def _record_filter(spec_hash: str | None, status: str | None) -> tuple[list[str], list]:
         where, params = [], []
         if spec_hash:
             where.append("spec_hash = ?")
@@ -431,23 +477,7 @@ class Store(StoreQueries):
         if status:
             where.append("status = ?")
             params.append(status)
-        if ids is not None:
-            if not ids:
-                return []
-            where.append("record_id IN (SELECT record_id FROM _want)")
-            self.con.register("_want", pa.table({"record_id": list(ids)}))
-        sql = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, messages, meta "
-               "FROM records" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY record_id")
-        try:
-            rows = self.con.execute(sql, params).fetchall()
-        finally:
-            if ids is not None:
-                self.con.unregister("_want")
-        inputs, outputs = _loads_many([r[2] for r in rows]), _loads_many([r[3] for r in rows])
-        messages, metas = _loads_many([r[9] for r in rows]), _loads_many([r[10] for r in rows])
-        return [Record(id=row[0], kind=row[1], input=inp, output=out, raw=row[4], spec=SpecRef(row[5], row[6], row[7]),
-                       status=row[8], messages=tuple(msgs), meta=meta)
-                for row, inp, out, msgs, meta in zip(rows, inputs, outputs, messages, metas)]
+        return where, params
 
     def sql(self, query: str, params: list | None = None) -> pa.Table:
         return self.con.sql(query, params=params or None).to_arrow_table()

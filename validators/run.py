@@ -7,6 +7,7 @@ stored records (which also writes the verdicts to the store, replacing that stag
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -121,54 +122,103 @@ def _rank(sev: str) -> int:
 # ---------------------------------------------------------------- the checks
 
 
-def check_spans(rows: list[Row], opts: Options, report: Report) -> None:
-    from mashbill.factory.stats import percentiles
-    from mashbill.validators.spans.spans import SpanEngine, audit, judge
-    from mashbill.validators.tokenizers.tokenizer import load_tokenizer, resolve_chat_template
+class SpanPass:
+    """The token-span check over rows, a batch at a time: each batch's verdicts go into the report and its totals
+    into ``row.meta``; what the report's span section sums up, and each example's shape for the audit sample, are
+    kept until ``finish``. Spec mode streams the store through it in batches; file mode gives all its rows at once.
+    The verdicts and the section are those of one pass over every row (the audit picks from every example)."""
 
-    prof = opts.profile
-    examples = [ex for r in rows for ex in r.examples]
-    if prof is None or not examples:
-        return
-    loaded = load_tokenizer(prof.tokenizer, opts.base_dir)
-    template = resolve_chat_template(loaded, prof.chat_template, opts.base_dir)
-    if template is None and any(ex.conversational for ex in examples):
-        raise ValidationInputError(f"tokenizer {prof.tokenizer} has no chat template and the data is "
-                                   "conversational; pass --chat-template (chatml, a .jinja file or template text)")
-    engine = SpanEngine(loaded, template, loss=prof.loss)
-    t0 = time.perf_counter()
-    results = engine.fast(examples)
-    fast_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    aud = add_audit_findings(report, audit(engine, examples, results, sample=opts.audit_sample, seed=opts.seed))
-    audit_s = time.perf_counter() - t0
-    by_key: dict[str, list] = {}
-    totals, targets, margins, cut = [], [], [], 0
-    for res in results:
-        out = judge(res, prof.max_seq_len, prof.truncation_side, prof.loss)
-        by_key.setdefault(res.key, []).append(out)
-        if res.error is None:
-            totals.append(res.total)
-            targets.append(res.trained)
-            margins.append(out.margin)
-        if any(v.code in ("SPAN001", "SPAN002") for v in out.verdicts):
-            cut += 1
-        report.add(res.key, out.verdicts)
-    for r in rows:
-        outs = by_key.get(r.key)
-        if outs:
-            r.meta["total_tokens"] = max(o.result.total for o in outs)
-            r.meta["margin"] = min(o.margin for o in outs)
-    report.warnings.extend(engine.warnings)
-    report.sections["span"] = {
-        **prof.describe(), "tokenizer_file": str(loaded.path), "tokenizer_source": loaded.facts,
-        "examples": len(results),
-        "cut_policy": engine.policy.name, "cut_policy_reason": engine.policy.reason,
-        "tokens": percentiles(totals), "target_tokens": percentiles(targets), "margin": percentiles(margins),
-        "share_cut": round(cut / len(results), 6) if results else 0.0,
-        "pieces_tokenized": engine.counter.encoded_pieces, "fast_s": round(fast_s, 3),
-        "audit": {**aud, "wall_s": round(audit_s, 3)},
-    }
+    def __init__(self, opts: Options, report: Report):
+        self.opts, self.report = opts, report
+        self.engine = self.loaded = self.template = None
+        self.totals: list[int] = []
+        self.targets: list[int] = []
+        self.margins: list[int] = []
+        self.cut = 0
+        self.examples = 0
+        self.fast_s = 0.0
+        self.shapes: dict[bool, list[tuple]] = {False: [], True: []}  # train rows first, then eval rows
+        self.kept: dict[bool, list] = {False: [], True: []}  # file mode: the examples themselves, for the audit
+
+    def _engine(self, examples):
+        from mashbill.validators.spans.spans import SpanEngine
+        from mashbill.validators.tokenizers.tokenizer import load_tokenizer, resolve_chat_template
+
+        prof = self.opts.profile
+        if self.engine is None:
+            self.loaded = load_tokenizer(prof.tokenizer, self.opts.base_dir)
+            self.template = resolve_chat_template(self.loaded, prof.chat_template, self.opts.base_dir)
+        if self.template is None and any(ex.conversational for ex in examples):
+            raise ValidationInputError(f"tokenizer {prof.tokenizer} has no chat template and the data is "
+                                       "conversational; pass --chat-template (chatml, a .jinja file or template text)")
+        if self.engine is None:
+            self.engine = SpanEngine(self.loaded, self.template, loss=prof.loss)
+        return self.engine
+
+    def add(self, rows: list[Row], *, eval_rows: bool = False, keep: bool = False) -> None:
+        from mashbill.validators.spans.spans import judge, shape
+
+        prof = self.opts.profile
+        examples = [ex for r in rows for ex in r.examples]
+        if prof is None or not examples:
+            return
+        engine = self._engine(examples)
+        t0 = time.perf_counter()
+        results = engine.fast(examples)
+        self.fast_s += time.perf_counter() - t0
+        by_key: dict[str, list] = {}
+        shapes = self.shapes[eval_rows]
+        for ex, res in zip(examples, results):
+            out = judge(res, prof.max_seq_len, prof.truncation_side, prof.loss)
+            by_key.setdefault(res.key, []).append(out)
+            if res.error is None:
+                self.totals.append(res.total)
+                self.targets.append(res.trained)
+                self.margins.append(out.margin)
+            if any(v.code in ("SPAN001", "SPAN002") for v in out.verdicts):
+                self.cut += 1
+            self.report.add(res.key, out.verdicts)
+            shapes.append(shape(ex, res))
+        self.examples += len(results)
+        if keep:
+            self.kept[eval_rows] += examples
+        for r in rows:
+            outs = by_key.get(r.key)
+            if outs:
+                r.meta["total_tokens"] = max(o.result.total for o in outs)
+                r.meta["margin"] = min(o.margin for o in outs)
+
+    def finish(self, fetch: Callable[[list[int]], list] | None = None) -> None:
+        """The audit of a stratified sample of every example seen, and the report's span section. ``fetch`` gives
+        the examples at positions of the pass's order (train rows first); without it, the kept examples."""
+        from mashbill.factory.stats import percentiles
+        from mashbill.validators.spans.spans import audit_picked, stratified_pick
+
+        if self.engine is None:
+            return
+        engine, prof = self.engine, self.opts.profile
+        pieces = engine.counter.encoded_pieces
+        t0 = time.perf_counter()
+        pick = stratified_pick(self.shapes[False] + self.shapes[True], self.opts.audit_sample, self.opts.seed)
+        if fetch is None:
+            kept = self.kept[False] + self.kept[True]
+            picked = [kept[i] for i in pick]
+        else:
+            picked = fetch(pick)
+        aud = add_audit_findings(self.report, audit_picked(engine, picked, engine.fast(picked)))
+        audit_s = time.perf_counter() - t0
+        self.report.warnings.extend(engine.warnings)
+        n = self.examples
+        self.report.sections["span"] = {
+            **prof.describe(), "tokenizer_file": str(self.loaded.path), "tokenizer_source": self.loaded.facts,
+            "examples": n,
+            "cut_policy": engine.policy.name, "cut_policy_reason": engine.policy.reason,
+            "tokens": percentiles(self.totals), "target_tokens": percentiles(self.targets),
+            "margin": percentiles(self.margins),
+            "share_cut": round(self.cut / n, 6) if n else 0.0,
+            "pieces_tokenized": pieces, "fast_s": round(self.fast_s, 3),
+            "audit": {**aud, "wall_s": round(audit_s, 3)},
+        }
 
 
 def add_audit_findings(report: Report, aud: dict) -> dict:
@@ -182,14 +232,20 @@ def add_audit_findings(report: Report, aud: dict) -> dict:
 
 
 def check_dedup_and_leaks(rows: list[Row], opts: Options, report: Report, eval_rows: list[Row] = ()) -> None:
+    eval_keys = {r.key for r in eval_rows}
+    with_query = [r for r in rows if r.query is not None and r.ok and r.key not in eval_keys]
+    dedup_and_leaks([r.key for r in with_query], [r.query for r in with_query],
+                    [(r.key, r.query) for r in eval_rows], opts, report)
+
+
+def dedup_and_leaks(keys: list[str], texts: list[str], eval_queries: list[tuple[str, str | None]], opts: Options,
+                    report: Report) -> None:
+    """Duplicates among the rows' queries, and leakage into the holdout files and the eval split's queries."""
     from mashbill.validators.data.dedup import dedup
     from mashbill.validators.data.leakage import HoldoutItem, leakage, load_holdout
 
     rs = opts.ruleset()
-    eval_keys = {r.key for r in eval_rows}
-    with_query = [r for r in rows if r.query is not None and r.ok and r.key not in eval_keys]
-    keys, texts = [r.key for r in with_query], [r.query for r in with_query]
-    if opts.dedup and with_query:
+    if opts.dedup and keys:
         res = dedup(keys, texts, rs.checks.dedup)
         for k, vs in res.verdicts.items():
             report.add(k, vs)
@@ -200,12 +256,12 @@ def check_dedup_and_leaks(rows: list[Row], opts: Options, report: Report, eval_r
         got = load_holdout(h)
         items += got
         sources.append({"file": str(h), "items": len(got)})
-    for r in eval_rows:
-        if r.query:
-            items.append(HoldoutItem(f"eval:{r.key}", r.query))
-    if eval_rows:
-        sources.append({"eval_split": len(eval_rows)})
-    if items and with_query:
+    for key, query in eval_queries:
+        if query:
+            items.append(HoldoutItem(f"eval:{key}", query))
+    if eval_queries:
+        sources.append({"eval_split": len(eval_queries)})
+    if items and keys:
         verdicts, summary = leakage(keys, texts, items, rs.checks.leakage, rs.checks.dedup)
         for k, vs in verdicts.items():
             report.add(k, vs)
@@ -280,37 +336,49 @@ def check_rules(rows: list[Row], opts: Options, report: Report) -> None:
 
 
 def check_pii(rows: list[Row], opts: Options, report: Report) -> None:
+    found = pii_found(rows, opts)
+    for key, vs in found.items():
+        report.add(key, vs)
+    pii_section(len(found), opts, report)
+
+
+def pii_found(rows: list[Row], opts: Options) -> dict[str, list[Verdict]]:
+    """The PII verdicts of each row that has any ({} when the check is off)."""
     from mashbill.validators.data.pii import pii_verdicts
 
     if not opts.pii:
-        return
+        return {}
     sev = opts.ruleset().checks.pii.severity
-    n = 0
+    out = {}
     for r in rows:
         vs = pii_verdicts({"query": r.query or "", "target": r.target or ""}, sev)
         if vs:
-            n += 1
-            report.add(r.key, vs)
-    report.sections["pii"] = {"records_flagged": n, "redact": opts.ruleset().checks.pii.redact}
+            out[r.key] = vs
+    return out
 
 
-def check_expectations(rows: list[Row], kind: str, opts: Options, report: Report) -> None:
+def pii_section(flagged: int, opts: Options, report: Report) -> None:
+    if opts.pii:
+        report.sections["pii"] = {"records_flagged": flagged, "redact": opts.ruleset().checks.pii.redact}
+
+
+def expectation_row(r: Row) -> dict | None:
+    """A row's line in the dataset-expectations frame (None for a row that did not parse)."""
+    if not r.ok:
+        return None
+    d = {"key": r.key, "query": r.query, "target_chars": len(r.target or ""), "n_messages": r.n_messages}
+    if r.meta.get("lang") is not None:
+        d["lang"] = r.meta["lang"]
+    for k in ("total_tokens", "n_tasks", "has_precision", "has_research", "single_task", "label", "n_experts"):
+        if k in r.meta:
+            d[k] = r.meta[k]
+    return d
+
+
+def check_expectations(frame: list[dict], kind: str, opts: Options, report: Report) -> None:
     from mashbill.validators.data.expectations import run_expectations
 
-    if not opts.expectations or not rows:
-        return
-    frame = []
-    for r in rows:
-        if not r.ok:
-            continue
-        d = {"key": r.key, "query": r.query, "target_chars": len(r.target or ""), "n_messages": r.n_messages}
-        if r.meta.get("lang") is not None:
-            d["lang"] = r.meta["lang"]
-        for k in ("total_tokens", "n_tasks", "has_precision", "has_research", "single_task", "label", "n_experts"):
-            if k in r.meta:
-                d[k] = r.meta[k]
-        frame.append(d)
-    if not frame:
+    if not opts.expectations or not frame:
         return
     max_len = opts.profile.max_seq_len if opts.profile else None
     report.sections["expectations"] = run_expectations(frame, kind, max_seq_len=max_len)
@@ -322,20 +390,23 @@ def _progress(opts: Options, msg: str) -> None:
 
 
 def run_checks(rows: list[Row], kind: str, opts: Options, report: Report, eval_rows: list[Row] = ()) -> Report:
+    """File mode: every check over rows held in memory (the rules have run already)."""
     for r in rows:
         report.keys.append(r.key)
         report.add(r.key, r.problems)
         if r.problems:
             report.problems.extend(v.detail for v in r.problems[:1])
+    spans = SpanPass(opts, report)
     if opts.spans and opts.profile is not None:
         _progress(opts, "token spans")
-        check_spans(rows, opts, report)
+        spans.add(rows, keep=True)
+        spans.finish()
     _progress(opts, "duplicates and leakage")
     check_dedup_and_leaks(rows, opts, report, eval_rows)
     _progress(opts, "personal data")
     check_pii(rows, opts, report)
     _progress(opts, "dataset expectations")
-    check_expectations(rows, kind, opts, report)
+    check_expectations([d for d in map(expectation_row, rows) if d is not None], kind, opts, report)
     return report
 
 
@@ -369,15 +440,25 @@ def _plan_meta(output) -> dict:
             "has_research": float("research" in cats), "single_task": float(len(tasks) == 1)}
 
 
+BATCH = 20_000  # records held at once by a spec's validation (a million-record store in flat memory)
+
+
 def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False, write: bool = True,
-                          run_id: str | None = None) -> Report:
-    """Validate a spec's stored records and (by default) write the verdicts to the store."""
+                          run_id: str | None = None, batch_size: int = BATCH) -> Report:
+    """Validate a spec's stored records and (by default) write the verdicts to the store.
+
+    The records are read a batch at a time: the rules, token spans and PII run per batch; what the global checks
+    need (each record's key and query, its line of the expectations frame, its audit stratum) is kept, the rest
+    is dropped. Duplicates, leakage, the span audit and the expectations then run over the whole set, so the
+    verdicts are those of one pass over every record, whatever the batch size."""
     from mashbill.hashing import canonical_json
     from mashbill.validators.checker import RecordChecker
     from mashbill.validators.spans.spans import TrainingExample
 
-    records = store.records(spec_hash=rs.hash, status=None if include_all else "accepted")
-    if not records:
+    status = None if include_all else "accepted"
+    batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size)
+    first = next(batches, None)
+    if not first:
         held = store.spec_status_counts(rs.spec.name, rs.spec.version)
         same = {status: n for h, status, n in held if h == rs.hash}
         other = sum(n for h, _, n in held if h != rs.hash)
@@ -395,41 +476,80 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     if opts.rules is None and rs.spec.rules:
         opts.rules = load_rules(rs.file_paths["rules"])  # a routing or a complexity rule set
     checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
-    rows, eval_rows = [], []
     rule_counts: Counter = Counter()
-    for rec in records:
-        meta = rec.meta or {}
-        query = rec.input.get("query") if isinstance(rec.input, dict) else None
-        target = canonical_json(rec.output) if rec.output is not None else rec.raw
-        row = Row(rec.id, query=query, target=target, n_messages=len(rec.messages) + 1)
-        row.meta["lang"] = rec.input.get("lang") or guess_lang(query) if isinstance(rec.input, dict) else None
-        verdicts: list[Verdict] = []
-        if rec.output is None:
-            verdicts.append(Verdict("SCHEMA002", "reject", "the output is missing or did not parse as JSON", STAGE))
-        else:
-            found = checker.check(rec.input if isinstance(rec.input, dict) else {}, rec.output, meta)
-            rule_counts.update(v.code for v in found if v.code != "SCHEMA001")
-            verdicts += found
-            if rs.spec.kind == "plan":
-                row.meta.update(_plan_meta(rec.output))
-            elif isinstance(rec.output, dict):
-                if "complexity" in rec.output:
-                    row.meta["label"] = rec.output["complexity"]
-                if isinstance(rec.output.get("experts"), list):
-                    row.meta["n_experts"] = len(rec.output["experts"])
-        row.problems = []
-        report.add(rec.id, verdicts)
-        row.examples.append(TrainingExample(rec.id, tuple(rec.training_messages)))
-        if str(meta.get("split", "")).lower() in EVAL_SPLITS:
-            eval_rows.append(row)
-        else:
-            rows.append(row)
+    statuses: Counter = Counter()
+    spans = SpanPass(opts, report) if opts.spans and opts.profile is not None else None
+    # what the global checks need, train rows and eval rows apart (the checks see train rows first)
+    keys: dict[bool, list[str]] = {False: [], True: []}
+    queries: dict[bool, list[str | None]] = {False: [], True: []}
+    frame: dict[bool, list[dict]] = {False: [], True: []}
+    pii: dict[str, list[Verdict]] = {}
+    done = 0
+    for records in itertools.chain([first], batches):
+        rows: dict[bool, list[Row]] = {False: [], True: []}
+        for rec in records:
+            statuses[rec.status] += 1
+            meta = rec.meta or {}
+            query = rec.input.get("query") if isinstance(rec.input, dict) else None
+            target = canonical_json(rec.output) if rec.output is not None else rec.raw
+            row = Row(rec.id, query=query, target=target, n_messages=len(rec.messages) + 1)
+            row.meta["lang"] = rec.input.get("lang") or guess_lang(query) if isinstance(rec.input, dict) else None
+            verdicts: list[Verdict] = []
+            if rec.output is None:
+                verdicts.append(Verdict("SCHEMA002", "reject", "the output is missing or did not parse as JSON",
+                                        STAGE))
+            else:
+                found = checker.check(rec.input if isinstance(rec.input, dict) else {}, rec.output, meta)
+                rule_counts.update(v.code for v in found if v.code != "SCHEMA001")
+                verdicts += found
+                if rs.spec.kind == "plan":
+                    row.meta.update(_plan_meta(rec.output))
+                elif isinstance(rec.output, dict):
+                    if "complexity" in rec.output:
+                        row.meta["label"] = rec.output["complexity"]
+                    if isinstance(rec.output.get("experts"), list):
+                        row.meta["n_experts"] = len(rec.output["experts"])
+            report.add(rec.id, verdicts)
+            row.examples.append(TrainingExample(rec.id, tuple(rec.training_messages)))
+            rows[str(meta.get("split", "")).lower() in EVAL_SPLITS].append(row)
+        for part in (False, True):
+            if spans is not None:
+                spans.add(rows[part], eval_rows=part)
+            pii.update(pii_found(rows[part], opts))
+            for r in rows[part]:
+                keys[part].append(r.key)
+                queries[part].append(r.query)
+                line = expectation_row(r)
+                if line is not None:
+                    frame[part].append(line)
+        done += len(records)
+        _progress(opts, f"rules, token spans and personal data: {done:,} records")
     if checker.ruleset is not None:
         report.sections["rules"] = {**checker.summary(), "counts": dict(rule_counts)}
-    report.sections["records_by_status"] = dict(Counter(r.status for r in records))
-    if eval_rows:
-        report.sections["eval_split"] = len(eval_rows)
-    run_checks(rows + eval_rows, rs.spec.kind, opts, report, eval_rows=eval_rows if rows else [])
+    report.sections["records_by_status"] = dict(statuses)
+    if keys[True]:
+        report.sections["eval_split"] = len(keys[True])
+    report.keys = keys[False] + keys[True]
+    if spans is not None:
+        order = report.keys
+
+        def fetch(positions: list[int]) -> list:
+            by_id = {rec.id: rec for rec in store.records(ids=[order[i] for i in positions])}
+            return [TrainingExample(order[i], tuple(by_id[order[i]].training_messages)) for i in positions]
+
+        spans.finish(fetch)
+    _progress(opts, "duplicates and leakage")
+    part = bool(not keys[False])  # with no train rows, the eval rows are checked as the rows (nothing leaks into them)
+    train = [(k, q) for k, q in zip(keys[part], queries[part]) if q is not None]
+    held_out = list(zip(keys[True], queries[True])) if keys[False] else []
+    dedup_and_leaks([k for k, _ in train], [q for _, q in train], held_out, opts, report)
+    _progress(opts, "personal data")
+    for key in report.keys:
+        if key in pii:
+            report.add(key, pii[key])
+    pii_section(len(pii), opts, report)
+    _progress(opts, "dataset expectations")
+    check_expectations(frame[False] + frame[True], rs.spec.kind, opts, report)
     if write and not store.read_only:
         write_verdicts(store, report, spec_hash=rs.hash)
     return report

@@ -266,3 +266,21 @@ def test_long_prompts_are_stored_zstd_compressed_and_read_back_whole(tmp_path):
     assert kinds == {"ZSTD"}
     with Store.open(tmp_path / "s", read_only=True) as store:
         assert store.records()[2999] == recs[2999]
+
+
+def test_record_batches_read_what_records_reads_in_the_same_order(tmp_path):
+    """A pass over a large store holds one batch: the batches, joined, are ``records`` with the same filters."""
+    other = SpecRef("t", 1, "o" * 64)
+    recs = [_rec(i, "rejected" if i % 3 == 0 else "accepted") for i in random.Random(5).sample(range(40), 23)]
+    recs.append(Record("id9999", "plan", {"query": "x"}, None, "{", other, "accepted", (), {}))
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), recs, {}, [])
+        for filters in ({}, {"spec_hash": REF.hash}, {"spec_hash": REF.hash, "status": "accepted"},
+                        {"status": "rejected"}):
+            whole = store.records(**filters)
+            assert whole and whole == sorted(whole, key=lambda r: r.id)
+            for size in (1, 2, 7, len(whole), 1000):
+                batches = list(store.record_batches(**filters, batch_size=size))
+                assert [r for b in batches for r in b] == whole, (filters, size)
+                assert all(0 < len(b) <= size for b in batches)
+        assert list(store.record_batches(spec_hash="n" * 64)) == []

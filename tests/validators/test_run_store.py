@@ -149,3 +149,35 @@ def test_the_record_checker_for_the_factory():
     assert [v for check in checks for v in check(ok)] == []
     rule_codes = {r.code for r in load_ruleset(rs.file_paths["rules"]).rules}
     assert rule_codes <= set(CODES) and all(CODES[c].source == "rules" for c in rule_codes)
+
+
+def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store_dir):
+    """The store is read a batch at a time; batches of 1-3 records (the eval row, the PII row, a duplicate and a
+    leak in other batches than the rows they meet) give what one batch of all gives: every verdict in order, every
+    report section and count, the audit's sample drawn from every example."""
+    from mashbill.specs.model import TrainerProfile
+    from mashbill.validators.run import spec_options, validate_spec_records
+
+    rs = load_spec(find_spec("plan-moe"))
+    tp = rs.spec.trainer_profile
+
+    def run(batch):
+        with Store.open(store_dir, read_only=True) as store:
+            opts = spec_options(rs, audit_sample=3)  # fewer than the examples: the audit picks by position
+            opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
+                                          truncation_side=tp.truncation_side, loss=tp.loss)  # a cut in every batch
+            rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch)
+        d = rep.to_dict()
+        d.pop("wall_s")
+        d["span"].pop("fast_s")
+        d["span"]["audit"].pop("wall_s")
+        return json.loads(json.dumps(d, default=str)), [(k, [(v.code, v.detail) for v in rep.verdicts.get(k, ())])
+                                                        for k in rep.keys]
+
+    whole, verdicts = run(10_000)
+    for batch in (1, 2, 3):
+        assert run(batch) == (whole, verdicts), batch
+    codes = {c for _, vs in verdicts for c, _ in vs}
+    assert {"DUP001", "LEAK001", "PII001", "SPAN002", "SCHEMA001", "SCHEMA002", "HR001"} <= codes
+    assert whole["eval_split"] == 1 and whole["records"] == 8 and whole["span"]["audit"]["audited"] == 3
+    assert [k for k, _ in verdicts][-1] == "r6"  # the eval row comes after the train rows, as the checks see them

@@ -26,7 +26,8 @@ from mashbill.validators.spans.span_rules import SpanResult, TrainingExample, me
 log = logging.getLogger(__name__)
 
 
-def _shape(ex: TrainingExample, res: SpanResult) -> tuple:
+def shape(ex: TrainingExample, res: SpanResult) -> tuple:
+    """The stratum of an example in the audit sample."""
     if res.error is not None:
         kind = "error"
     elif not ex.conversational:
@@ -42,15 +43,20 @@ def stratified_sample(examples: Sequence[TrainingExample], results: Sequence[Spa
                       seed: int = 0) -> list[int]:
     """Indices to audit: every shape gets an equal share of half the sample (all of it when it is smaller), the
     rest is drawn at random from what is left. Deterministic for a seed."""
-    n = len(examples)
+    return stratified_pick([shape(ex, res) for ex, res in zip(examples, results)], sample, seed)
+
+
+def stratified_pick(shapes: Sequence[tuple], sample: int, seed: int = 0) -> list[int]:
+    """``stratified_sample`` from each example's ``shape`` alone, so that a pass over batches keeps only the shapes."""
+    n = len(shapes)
     if sample <= 0:
         return []
     if n <= sample:
         return list(range(n))
     rng = random.Random(seed)
     strata: dict[tuple, list[int]] = {}
-    for i, (ex, res) in enumerate(zip(examples, results)):
-        strata.setdefault(_shape(ex, res), []).append(i)
+    for i, sh in enumerate(shapes):
+        strata.setdefault(sh, []).append(i)
     share = max(1, sample // (2 * len(strata)))
     picked: set[int] = set()
     for key in sorted(strata, key=str):
@@ -122,28 +128,32 @@ def audit(engine: SpanEngine, examples: Sequence[TrainingExample], fast: Sequenc
     the naive method is a bug of ours: SpanAuditError. A difference with the second tokenizer is a finding: one
     ``SPAN011`` verdict per example in ``findings`` ((key, Verdict) pairs) and one report line each in ``lines``."""
     pick = stratified_sample(examples, fast, sample, seed)
-    if not pick:
+    return audit_picked(engine, [examples[i] for i in pick], [fast[i] for i in pick])
+
+
+def audit_picked(engine: SpanEngine, examples: Sequence[TrainingExample], fast: Sequence[SpanResult]) -> dict:
+    """``audit`` of examples already picked (``stratified_pick``), with their fast results."""
+    if not examples:
         return {"audited": 0, "mismatches": 0, "cross_check": None}
     bad = []
-    for i in pick:
+    for ex, res in zip(examples, fast):
         try:
-            n = engine.naive(examples[i])
+            n = engine.naive(ex)
         except Exception as exc:  # not a finding on the data (those are RecordProblem verdicts): one line
-            raise SpanAuditError(f"span audit: the full render and tokenize of {examples[i].key}"
-                                 f"{_where(examples[i])} failed: {_first_line(exc)}") from None
-        if n.signature() != fast[i].signature():
-            bad.append((examples[i].key, n.signature(), fast[i].signature()))
+            raise SpanAuditError(f"span audit: the full render and tokenize of {ex.key}"
+                                 f"{_where(ex)} failed: {_first_line(exc)}") from None
+        if n.signature() != res.signature():
+            bad.append((ex.key, n.signature(), res.signature()))
     if bad:
         key, want, got = bad[0]
-        raise SpanAuditError(f"span audit failed on {len(bad)} of {len(pick)} sampled examples; first {key}: "
+        raise SpanAuditError(f"span audit failed on {len(bad)} of {len(examples)} sampled examples; first {key}: "
                              f"full render gives total/ranges {want}, the fast method {got}")
     second = _Second(engine)
     cross = {"tokenizer": second.name, "compared": 0, "mismatches": 0, "skipped": second.skipped}
     findings: list[tuple[str, Verdict]] = []
     lines: list[str] = []
     if second.name is not None:
-        for i in pick:
-            ex, res = examples[i], fast[i]
+        for ex, res in zip(examples, fast):
             if res.error is not None:
                 continue
             try:
@@ -162,7 +172,7 @@ def audit(engine: SpanEngine, examples: Sequence[TrainingExample], fast: Sequenc
             lines.append(f"{ex.key}: span cross-check: {detail}")
     else:
         log.warning("span cross-check skipped: %s", second.skipped)
-    return {"audited": len(pick), "mismatches": 0, "cross_check": cross, "findings": findings, "lines": lines}
+    return {"audited": len(examples), "mismatches": 0, "cross_check": cross, "findings": findings, "lines": lines}
 
 
 def _where(ex: TrainingExample) -> str:

@@ -19,7 +19,7 @@ public face of the gate: import from here.
 
 from __future__ import annotations
 
-from mashbill.validators.spans.span_audit import audit, stratified_sample
+from mashbill.validators.spans.span_audit import audit, audit_picked, shape, stratified_pick, stratified_sample
 from mashbill.validators.spans.span_engine import SpanEngine
 from mashbill.validators.spans.span_pieces import CutPolicy, PieceCounter
 from mashbill.validators.spans.span_policy import detect_policy
@@ -27,5 +27,5 @@ from mashbill.validators.spans.span_rules import (LOSS_MODES, RecordProblem, Spa
                                             is_correction, judge, merge_ranges)
 
 __all__ = ["LOSS_MODES", "CutPolicy", "PieceCounter", "RecordProblem", "SpanEngine", "SpanOutcome", "SpanResult",
-           "TrainingExample", "audit", "detect_policy", "is_correction", "judge", "merge_ranges",
-           "stratified_sample"]
+           "TrainingExample", "audit", "audit_picked", "detect_policy", "is_correction", "judge", "merge_ranges",
+           "shape", "stratified_pick", "stratified_sample"]

@@ -88,3 +88,18 @@ def test_split_groups_and_leakage_get_the_same_answer(ruleset):
     # containment (a query inside a longer one) is its own rule and may catch a pair first
     assert {f"t{i}" for i in range(len(DISTINCT), len(DISTINCT) + len(NEAR))} <= set(verdicts)
     assert {"t6", "t7", "t8"} <= by_jaccard
+
+
+def test_packed_shingles_give_the_jaccard_of_the_string_sets():
+    """jaccard packs a text's shingles into uint64 where every character is below U+1000 and keeps string sets
+    otherwise; pairs of either kind, mixed, short or sharing no shingle get exactly the string sets' Jaccard."""
+    import numpy as np
+
+    from mashbill.validators.data.dedup import jaccard, normalize
+
+    texts = ["what is 17 % of 2840", "what is 18 % of 2840", "wie spät ist es in tokio", "wie spät ist es in köln",
+             "東京は今何時ですか", "東京は今何時ですか 教えて", "ab", "abc", "größe straße maß", "grösse strasse mass",
+             "ǅ ϗ ѯ ࿿ pack", "ǅ ϗ ѯ က pack"]  # U+0FFF packs, U+1000 does not
+    norms = [normalize(t) for t in texts]
+    pairs = np.array([(i, j) for i in range(len(norms)) for j in range(i + 1, len(norms))], dtype=np.int64)
+    assert list(jaccard(norms, pairs)) == [_jaccard(norms[a], norms[b]) for a, b in pairs.tolist()]
