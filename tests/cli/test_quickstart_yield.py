@@ -1,6 +1,6 @@
-"""The quick start's spec versions: it runs pinned single-shot versions (QUICKSTART_VERSIONS); the yield versions
-(repair in either mode, votes, retrieved examples, repair pairs) exist, lock and check, and stay opt-in
-(docs/yield.md, "The quick start")."""
+"""The quick start's spec versions: it runs pinned single-shot versions (QUICKSTART_VERSIONS) under the newest
+routing rule set; the yield versions (repair in either mode, votes, retrieved examples, repair pairs) exist, lock
+and check, and stay opt-in (docs/yield.md, "The quick start")."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from mashbill.cli.make.quickstart import QUICKSTART_SPECS, QUICKSTART_VERSIONS, 
 from mashbill.factory.generate.repair import check_repair
 from mashbill.specs import find_spec, load_spec
 from mashbill.specs.lock import lock_problem
+from mashbill.validators.plans.ruleset import DEFAULT_RULES
 
 
 def test_the_quick_start_runs_its_pinned_single_shot_versions():
@@ -17,7 +18,8 @@ def test_the_quick_start_runs_its_pinned_single_shot_versions():
         assert used.spec.version == version and lock_problem(used) is None
         assert used.spec.repair is None and used.spec.samples is None and used.spec.examples is None
         assert "repair" not in used.spec.curation.preference.sources
-        assert load_spec(find_spec(name)).spec.version > version  # a newer, opt-in yield version exists
+        if used.spec.rules and used.spec.kind in ("plan", "preference"):  # the newest routing rule set
+            assert used.file_paths["rules"].name == DEFAULT_RULES.name
 
 
 def test_the_opt_in_yield_versions_are_there_and_check():
