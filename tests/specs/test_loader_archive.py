@@ -33,8 +33,8 @@ def test_the_live_library_holds_the_latest_version_per_name_and_the_archive_the_
     archived = [f for f in every if ARCHIVE in f.relative_to(LIBRARY).parts]
     assert archived and all(f not in live for f in archived)
     quick = {p.stem for p in (quickstart_spec(n) for n in (*QUICKSTART_SPECS, "quickstart-preference"))}
-    # a version a live preference spec takes its pairs from stays live too (quickstart-plan@7 for
-    # quickstart-preference@6, while quickstart-plan@9 repairs afresh)
+    # a version a live preference spec takes its pairs from stays live too (plan-moe@6 for plan-preference@6,
+    # while plan-moe@7 runs the newer rule set)
     for f in live:
         src = load_spec(f).spec.curation.preference.source_spec
         if src:
