@@ -96,7 +96,13 @@ class CompiledCues:
     """One alternation per cue group (``compile_cues``)."""
 
     def __init__(self, cues: Cues):
-        self.patterns: dict[str, re.Pattern | None] = {group: compile_cues(getattr(cues, group)) for group in CUE_GROUPS}
+        from mashbill.validators.prefilter import PatternSet
+
+        prefilter = PatternSet()  # one pass names the groups that may match (validators/prefilter.py)
+        self.patterns: dict[str, re.Pattern | None] = {}
+        for group in CUE_GROUPS:
+            rx = compile_cues(getattr(cues, group))
+            self.patterns[group] = prefilter.add(rx) if rx is not None else None
 
     def find(self, group: str, text: str) -> str | None:
         """The first match of a cue group in the text, or None."""

@@ -15,6 +15,7 @@ from mashbill.validators.plans.digitgate import gated
 from mashbill.validators.plans.numwords import for_rules
 from mashbill.validators.plans.ruleset import RuleSet, law_alternation, trigger_levels
 from mashbill.validators.plans.truncation import CutWords
+from mashbill.validators.prefilter import PatternSet
 
 _FLAGS = 0  # case-insensitivity comes from lower-casing both the text and the patterns (see _lower_pattern)
 
@@ -78,12 +79,12 @@ def _fast_boundary(p: str) -> str:
         i = start
 
 
-def _compile(pattern: str) -> re.Pattern:
+def _compile_one(pattern: str) -> re.Pattern:
     return gated(re.compile(_fast_boundary(_lower_pattern(pattern)), _FLAGS))  # (digitgate.py: same answers)
 
 
-def _alt(patterns: list[str]) -> re.Pattern:
-    return _compile("|".join(f"(?:{p})" for p in patterns))
+def _alt_of(patterns: list[str]) -> re.Pattern:
+    return _compile_one("|".join(f"(?:{p})" for p in patterns))
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,9 @@ class Triggers:
     def __init__(self, rs: RuleSet):
         self.rs = rs
         self._memo: dict[str, QueryTriggers] = {}
+        # every pattern run on a query's texts, behind one Hyperscan pass per text (validators/prefilter.py)
+        self.prefilter = PatternSet()
+        _compile, _alt = self._registered(_compile_one), self._registered(_alt_of)
         self.masks = [(_compile(m.pattern), m.replace.lower(), tuple(r.lower() for r in m.requires)) for m in rs.masks]
         self.contexts = {name: _alt(pats) for name, pats in rs.all_contexts().items()}
         self.intents = []
@@ -179,19 +183,25 @@ class Triggers:
         rbc = rs.research_before_code
         self.impl = _alt(rbc.domain) if rbc else None
         self.impl_needs = tuple(rbc.needs) if rbc else ()
-        self.creative = self._request(rs.creative_request)
-        self.translation = self._request(rs.translation_request)
-        self.categories = {c: self._request(r) for c, r in rs.category_request.items()}
+        self.creative = self._request(rs.creative_request, _alt)
+        self.translation = self._request(rs.translation_request, _alt)
+        self.categories = {c: self._request(r, _alt) for c, r in rs.category_request.items()}
         tr = rs.truncation
         self.cut_words = CutWords(*(frozenset(w.lower() for w in ws) for ws in (tr.dangling, tr.stranded, tr.question,
                                                                                  tr.joins, tr.pronouns))) if tr else None
-        self.recall = compile_cues(rs.recall_patterns)  # the complexity rule set's recall cues, compiled as it does
+        recall = compile_cues(rs.recall_patterns)  # the complexity rule set's recall cues, compiled as it does
+        self.recall = self.prefilter.add(recall) if recall is not None else None
         # case-sensitive: camelCase is only visible in the case
         self.identifier = [re.compile(p) for p in (rs.search_query.identifier if rs.search_query else [])]
 
+    def _registered(self, make):
+        def compiled(pattern):
+            return self.prefilter.add(make(pattern))
+        return compiled
+
     @staticmethod
-    def _request(req) -> list:
-        return [(_alt(t.any), tuple(t.all), tuple(t.none),
+    def _request(req, alt) -> list:
+        return [(alt(t.any), tuple(t.all), tuple(t.none),
                  AnyOf(t.requires) if t.requires else None)
                 for t in (req.triggers if req else [])]
 

@@ -12,6 +12,7 @@ from mashbill.validators.data.synthetic import corpus
 from mashbill.validators.plans.digitgate import DigitGated, gated, has_digit, needs_digit
 from mashbill.validators.plans.ruleset import load_ruleset
 from mashbill.validators.plans.triggers import Triggers
+from mashbill.validators.prefilter import Prefiltered
 
 from verdict_corpus import real_queries
 
@@ -33,12 +34,13 @@ def test_digits_of_other_scripts_count():
 
 
 def _patterns(tr: Triggers) -> list:
+    """Every pattern the triggers run on a query's texts, as the digit gate sees it (behind the prefilter, if any)."""
     out = list(tr.contexts.values()) + [m[0] for m in tr.masks] + tr.citations
     for level in tr.by_level:
         out += [rx for _, _, trig in level for rx, *_ in trig]
     for trig in [tr.creative, tr.translation, *tr.categories.values()]:
         out += [t[0] for t in trig]
-    return out
+    return [getattr(rx, "rx", rx) if isinstance(rx, Prefiltered) else rx for rx in out]
 
 
 @pytest.mark.parametrize("version", [2, 6])  # the first and the latest rule set (the others share their patterns)

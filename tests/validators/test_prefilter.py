@@ -1,0 +1,95 @@
+"""The Hyperscan prefilter in front of the rule sets' patterns (issue 29): a pattern it does not name for a text
+cannot match that text, so the answers are the patterns' own; texts outside U+0000-U+036F run every pattern."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mashbill.specs.loader import LIBRARY
+from mashbill.validators.complexity.complexity import cues_for
+from mashbill.validators.complexity.complexity_rules import load_complexity_rules
+from mashbill.validators.data.synthetic import corpus
+from mashbill.validators.plans.ruleset import load_ruleset
+from mashbill.validators.plans.triggers import Triggers
+from mashbill.validators.prefilter import PatternSet, Prefiltered, enabled, superset_pattern
+
+from verdict_corpus import real_queries
+
+pytestmark = pytest.mark.skipif(not enabled(), reason="Hyperscan is not installed on this platform")
+RULES = LIBRARY / "shared" / "rules"
+
+
+def _texts() -> list[str]:
+    real = real_queries()
+    texts = [r.query for r in corpus(200, seed=11)] + real[::2]
+    texts += [t.upper() for t in real[1::40]] + [t.title() for t in real[3::40]]  # case: the cues are re.I
+    texts += ["", " ", "7", "ſ s ß ẞ k K ǅ ǆ", "straße STRASSE Straße", "İstanbul ı i", "ÀÉÎÕÜ àéîõü", "x\u036f y",
+              "x\u0370 y", "Привет, сколько будет 7 * 8?", "東京は今何時ですか", "3 pm est to cet", "§ 823 abs. 2 bgb",
+              "vom 1.3. bis 24.12.", "din en iso ٩٠٠١", "x² + y²", "a\nb\r\nc", "tab\there"]
+    return texts
+
+
+def _check(pattern_objects, texts) -> tuple[int, int]:
+    """Every prefiltered pattern's answer equals its pattern's on every text (as found, for lower-cased and original
+    texts); returns (pattern runs skipped, texts the prefilter left alone)."""
+    wrapped = [p for p in pattern_objects if isinstance(p, Prefiltered)]
+    assert wrapped, "no pattern is behind the prefilter"
+    skipped = bypassed = 0
+    for text in texts:
+        for t in (text, text.lower()):
+            cands = wrapped[0]._set.candidates(t)
+            bypassed += cands is None
+            for p in wrapped:
+                want, got = p.rx.search(t), p.search(t)
+                assert (want and (want.span(), want.groups())) == (got and (got.span(), got.groups())), \
+                    (p.pattern[:80], t)
+                assert p.rx.sub("⟨x⟩", t) == p.sub("⟨x⟩", t)
+                skipped += cands is not None and p._index not in cands
+    return skipped, bypassed
+
+
+@pytest.mark.parametrize("version", [2, 6, 7])
+def test_trigger_patterns_answer_what_they_answer_without_the_prefilter(version):
+    tr = Triggers(load_ruleset(RULES / f"moe-routing@{version}.yaml"))
+    objects = list(tr.contexts.values()) + [m[0] for m in tr.masks] + tr.citations + [tr.impl, tr.recall]
+    for level in tr.by_level:
+        objects += [rx for _, _, trig in level for rx, *_ in trig]
+    for trig in [tr.creative, tr.translation, *tr.categories.values()]:
+        objects += [t[0] for t in trig]
+    texts = _texts()
+    skipped, bypassed = _check(objects, texts)
+    assert skipped > 10 * len(texts)  # most patterns are skipped on most texts: the point of it
+    assert bypassed >= 4  # the Cyrillic, Japanese, Arabic-digit and U+0370 texts ran every pattern
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_complexity_cues_answer_what_they_answer_without_the_prefilter(version):
+    cues = cues_for(load_complexity_rules(RULES / f"moe-complexity@{version}.yaml"))
+    skipped, _ = _check([p for p in cues.patterns.values() if p is not None], _texts())
+    assert skipped > 0
+
+
+@pytest.mark.parametrize("pattern, text", [
+    (r"(?i)straße", "STRAßE"), (r"(?i)s", "ſ"), (r"(?i)k", "K"), (r"\bwort\b", "ein wort."), (r"(?<!\w)ab", "ab"),
+    (r"(a)\1", "aa"), (r"(?P<x>b)?(?(x)c|d)", "d"), (r"x{2,500}", "x" * 300), (r"[^\W\d_]+", "über"), (r"\s+", "\u00a0"),
+    (r".", "\n"), (r"(?s).", "\n"), (r"^a$", "a"), (r"(?m)^b", "a\nb"), (r"(?i:É)", "é"), (r"\Aé\Z", "é"),
+])
+def test_a_converted_pattern_matches_where_the_pattern_matches(pattern, text):
+    """Superset by construction: case folding, word boundaries, lookarounds, back-references, conditionals,
+    long repeats, Unicode classes, anchors, scoped flags."""
+    ps = PatternSet()
+    p = ps.add(re.compile(pattern))
+    hit = re.compile(pattern).search(text)
+    assert p.search(text) == hit or (hit and p.search(text).span() == hit.span())
+    if hit:
+        assert p._index in ps.candidates(text), superset_pattern(re.compile(pattern))
+
+
+def test_a_pattern_it_cannot_convert_always_runs():
+    ps = PatternSet()
+    verbose = ps.add(re.compile(r"a  b  # spaces are not part of it", re.VERBOSE))
+    plain = ps.add(re.compile(r"zzz"))
+    assert verbose.search("ab").group(0) == "ab" and verbose._index in ps.candidates("ab")
+    assert plain._index not in ps.candidates("ab") and plain.search("ab") is None
