@@ -7,6 +7,7 @@ the functions that need them.
 - ``data/``: Dataset-level checks: duplicates, leakage, personal data, expectations, foreign input files.
 - ``errors``: User-facing errors of the validators (the CLI prints them as one line).
 - ``plans/``: The routing rule set over planner plans: its rules, triggers, argument and fidelity checks.
+- ``prefilter``: Many patterns, one pass: Hyperscan names the patterns that may match a text, and only those ...
 - ``queries/``: The screens a synthesized query passes before it joins the pool.
 - ``run``: Running all checks over a set of rows, and the report they produce.
 - ``spans/``: Token-span coverage: does each training target survive the trainer's window, token for token?
