@@ -93,3 +93,15 @@ def test_a_pattern_it_cannot_convert_always_runs():
     plain = ps.add(re.compile(r"zzz"))
     assert verbose.search("ab").group(0) == "ab" and verbose._index in ps.candidates("ab")
     assert plain._index not in ps.candidates("ab") and plain.search("ab") is None
+
+
+def test_pii_patterns_answer_what_they_answer_without_the_prefilter():
+    from mashbill.validators.data import pii
+
+    texts = _texts() + ["Mein Name ist Anna Schmidt, Tel. 0171-2345678", "IBAN DE89 3704 0044 0532 0130 00 bitte",
+                        "Dear Mr. Smith,\nregards\nJohn Doe", "call +49 30 1234567 or (555) 123-4567",
+                        "Sehr geehrte Frau Dr. Müller-Lüdenscheidt, Durchwahl 030/123456"]
+    skipped, _ = _check([pii.PHONE, pii.IBAN, pii.NAME, pii.TITLED], texts)
+    assert skipped > len(texts)
+    for text in texts[-5:]:  # and the findings themselves
+        assert {f.code for f in pii.find_pii(text)} & {"PII002", "PII003", "PII004"}
