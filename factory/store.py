@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import uuid
 from collections import deque
@@ -79,6 +80,8 @@ def _loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
         out += json.loads("[" + ",".join("null" if t is None else t for t in part) + "]")
     return out
 
+
+MEMORY_ENV = "MASHBILL_STORE_MEMORY"  # e.g. "1GB": the most memory DuckDB takes for one store connection
 
 _RECORD_SELECT = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, messages, meta "
                   "FROM records")
@@ -178,8 +181,14 @@ class Store(StoreQueries):
                 raise StoreError(f"cannot create store folder {root}: {exc.strerror}") from None
             if not os.access(root, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
                 raise StoreError(f"store {root} is not writable")
+        config = dict(SANDBOX_CONFIG) if sandbox else {}
+        limit = os.environ.get(MEMORY_ENV, "").strip()
+        if limit:  # DuckDB's own default is 80% of RAM; it spills to <store>.tmp beyond the limit
+            if not re.fullmatch(r"(?i)\d+(?:\.\d+)?\s*(?:[kmgt]i?b|b|bytes)", limit):
+                raise StoreError(f"{MEMORY_ENV}={limit!r} is not a size (for example 1GB or 512MB)")
+            config["memory_limit"] = limit
         try:
-            con = duckdb.connect(str(db), read_only=read_only, config=SANDBOX_CONFIG if sandbox else {})
+            con = duckdb.connect(str(db), read_only=read_only, config=config)
         except duckdb.IOException as exc:
             msg = str(exc)
             if "lock" in msg.lower():

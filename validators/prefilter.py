@@ -18,6 +18,7 @@ runs as before.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -57,18 +58,29 @@ def _chars(node, flags: int) -> frozenset[int]:
     return hit
 
 
+def _lit(cp: int) -> str:
+    """One code point, short (Hyperscan limits an expression's length): letters and digits as themselves, other
+    printable ASCII escaped, the rest as \\x{...}."""
+    ch = chr(cp)
+    if ch.isascii() and ch.isalnum():
+        return ch
+    if 0x20 < cp < 0x7F:
+        return "\\" + ch
+    return "\\x{%x}" % cp
+
+
 def _class(cps: frozenset[int]) -> str:
     if not cps:
-        return "\\x{%x}" % DOMAIN  # no character of a prefiltered text: this part cannot match one
+        return _lit(DOMAIN)  # no character of a prefiltered text: this part cannot match one
     if len(cps) == 1:
-        return "\\x{%x}" % next(iter(cps))
+        return _lit(next(iter(cps)))
     out, run = [], sorted(cps)
     i = 0
     while i < len(run):
         j = i
         while j + 1 < len(run) and run[j + 1] == run[j] + 1:
             j += 1
-        out.append("\\x{%x}" % run[i] if i == j else "\\x{%x}-\\x{%x}" % (run[i], run[j]))
+        out.append(_lit(run[i]) if i == j else _lit(run[i]) + "-" + _lit(run[j]))
         i = j + 1
     return "[" + "".join(out) + "]"
 
@@ -80,7 +92,7 @@ def _convert(items, flags: int) -> str:
     out = []
     for op, av in items:
         if op is C.LITERAL:
-            out.append(_class(_chars((op, av), flags)) if flags & re.IGNORECASE else "\\x{%x}" % av)
+            out.append(_class(_chars((op, av), flags)) if flags & re.IGNORECASE else _lit(av))
         elif op in (C.NOT_LITERAL, C.IN, C.ANY):
             out.append(_class(_chars((op, av), flags)))
         elif op is C.BRANCH:
@@ -114,6 +126,53 @@ def superset_pattern(rx: re.Pattern) -> str:
         raise Unsupported("a bytes, verbose or locale pattern")
     parsed = _parser.parse(rx.pattern, rx.flags)
     return _convert(parsed, rx.flags | parsed.state.flags)
+
+
+_FLAGS = 0 if hyperscan is None else (hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_PREFILTER |
+                                      hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY)
+
+
+def _compiled(exprs: list[bytes], ids: list[int]):
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=[_FLAGS] * len(exprs))
+    return db
+
+
+def _database(exprs: list[bytes], ids: list[int]) -> tuple[object | None, set[int]]:
+    """The Hyperscan database of the expressions and the ids it refuses (they always run). A rule set's database
+    takes seconds to compile, so it is kept in MASHBILL_CACHE/hyperscan by the hash of what it was compiled from."""
+    from mashbill.files import write_file_atomic
+    from mashbill.hashing import sha256_text
+    from mashbill.paths import cache_dir
+
+    if not exprs:
+        return None, set()
+    key = sha256_text(json.dumps([getattr(hyperscan, "__version__", ""), _FLAGS, ids,
+                                  [e.decode("utf-8") for e in exprs]]))
+    path = cache_dir("hyperscan") / f"{key}.hsdb"
+    try:
+        head, _, body = path.read_bytes().partition(b"\n")
+        return hyperscan.loadb(body, hyperscan.HS_MODE_BLOCK), set(json.loads(head))
+    except (OSError, ValueError, hyperscan.error):
+        pass
+    failed: set[int] = set()
+    try:
+        db = _compiled(exprs, ids)
+    except hyperscan.error:  # find the expressions it refuses alone
+        keep = []
+        for e, i in zip(exprs, ids):
+            try:
+                _compiled([e], [i])
+                keep.append((e, i))
+            except hyperscan.error:
+                failed.add(i)
+        db = _compiled([e for e, _ in keep], [i for _, i in keep]) if keep else None
+    if db is not None:
+        try:
+            write_file_atomic(path, json.dumps(sorted(failed)).encode() + b"\n" + hyperscan.dumpb(db))
+        except OSError:  # a read-only cache: compile again next time
+            pass
+    return db, failed
 
 
 def _in_domain(text: str) -> bool:
@@ -155,28 +214,11 @@ class PatternSet:
                     ids.append(i)
                 except (Unsupported, re.error, RecursionError, OverflowError):
                     always.add(i)
-            flags = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | \
-                hyperscan.HS_FLAG_ALLOWEMPTY
-            db = None
-            while exprs:
-                db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                try:
-                    db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=[flags] * len(exprs))
-                    break
-                except hyperscan.error:  # find the expressions it refuses alone; they always run
-                    keep = []
-                    for e, i in zip(exprs, ids):
-                        one = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                        try:
-                            one.compile(expressions=[e], ids=[i], elements=1, flags=[flags])
-                            keep.append((e, i))
-                        except hyperscan.error:
-                            always.add(i)
-                    exprs, ids = [e for e, _ in keep], [i for _, i in keep]
-                    db = None
+            db, failed = _database(exprs, ids)
+            always |= failed
             self._always = frozenset(always)
             self._recent = {}
-            self._db = db if exprs else False
+            self._db = db if db is not None else False
             return self._db
 
     def candidates(self, text: str) -> frozenset[int] | None:

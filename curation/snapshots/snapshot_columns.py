@@ -41,6 +41,9 @@ PLAN_PATHS = (("in_lang", "input", "$.lang"), ("in_type", "input", "$.type"), ("
 PLAN_DIMS = {"category", "categories", "complexity", "lang", "n_tasks", "type"}
 
 
+KEY_CHUNK = 20_000
+
+
 def paths_for(kind: str, dims: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
     return (QUERY_PATH, *PLAN_PATHS) if projected(kind, dims) else (QUERY_PATH,)
 
@@ -87,10 +90,11 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inpu
     `inputs` (no curation.group_by to read them) their inputs column is left empty."""
     n = plain.num_rows
     outputs = pc.fill_null(plain.column("output"), "null").to_pylist()  # canonical_json(None) for no output
-    messages = plain.column("messages").to_pylist()
-    keys = [hashlib.sha256(('["sft",' + m + "," + _json_string(o) + "]").encode()).hexdigest()
-            for m, o in zip(messages, outputs)]
-    del messages
+    keys: list[str] = []
+    for start in range(0, n, KEY_CHUNK):  # a chunk of message texts in Python at a time (1-3 KB each)
+        messages = plain.column("messages").slice(start, KEY_CHUNK).to_pylist()
+        keys += [hashlib.sha256(('["sft",' + m + "," + _json_string(o) + "]").encode()).hexdigest()
+                 for m, o in zip(messages, outputs[start:start + KEY_CHUNK])]
     queries = ["" if q is None else json.loads(q) for q in plain.column("q").to_pylist()]  # input.get("query", "")
     facts: list[tuple] = [None] * n
     if projected(kind, dims):

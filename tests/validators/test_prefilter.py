@@ -105,3 +105,24 @@ def test_pii_patterns_answer_what_they_answer_without_the_prefilter():
     assert skipped > len(texts)
     for text in texts[-5:]:  # and the findings themselves
         assert {f.code for f in pii.find_pii(text)} & {"PII002", "PII003", "PII004"}
+
+
+def test_a_compiled_database_is_kept_in_the_cache_and_a_damaged_one_is_compiled_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("MASHBILL_CACHE", str(tmp_path))
+    patterns = [re.compile(r"\b(?:kilo|gram)s?\b"), re.compile(r"\d+\s*%")]
+
+    def fresh():
+        ps = PatternSet()
+        wrapped = [ps.add(p) for p in patterns]
+        return ps, wrapped
+
+    ps, wrapped = fresh()
+    assert ps.candidates("12 % of 3 kilos") == {0, 1}
+    kept = list((tmp_path / "hyperscan").glob("*.hsdb"))
+    assert len(kept) == 1
+    ps2, wrapped2 = fresh()
+    assert ps2.candidates("12 % of 3 kilos") == {0, 1} and ps2.candidates("nothing") == frozenset()
+    kept[0].write_bytes(b"[]\ngarbage")  # a damaged cache file: compiled again, and written anew
+    ps3, wrapped3 = fresh()
+    assert wrapped3[1].search("12 %").group(0) == "12 %" and ps3.candidates("kilo") == {0}
+    assert kept[0].read_bytes() != b"[]\ngarbage"
