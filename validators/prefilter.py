@@ -35,8 +35,11 @@ _REPEAT_CAP = 64  # counted repeats above this keep their lower bound only (Hype
 _CHAR_FLAGS = re.IGNORECASE | re.DOTALL | re.ASCII | re.UNICODE  # what a one-character test depends on
 
 
+PREFILTER_ENV = "MASHBILL_PREFILTER"  # "0": every pattern runs (for side-by-side measurements)
+
+
 def enabled() -> bool:
-    return hyperscan is not None and os.environ.get("MASHBILL_PREFILTER", "1") != "0"
+    return hyperscan is not None and os.environ.get(PREFILTER_ENV, "1") != "0"
 
 
 class Unsupported(ValueError):

@@ -80,9 +80,11 @@ Exit codes (every command):
   2  bad input: a bad argument, spec, file or store (one line on stderr, naming file, line and field)
   3  guard stop: a guard stopped a generate run (gold probes, accept rate, circuit breaker)
 \b
-Environment (each but MASHBILL_CACHE is read through an option; a command's --help names it):
+Environment (CACHE, STORE_MEMORY and PREFILTER are settings; each other is an option's, as its --help says):
   MASHBILL_STORE        --store of every command that reads or writes a store [./mashbill-data]
   MASHBILL_CACHE        where built things are cached: wheels, vocab, models, encoders [~/.cache/mashbill]
+  MASHBILL_STORE_MEMORY DuckDB's memory limit for one store connection, e.g. 1GB [80% of RAM]
+  MASHBILL_PREFILTER    0: run every rule pattern, without the Hyperscan prefilter [1]
   MASHBILL_TEACHER_URL  generate/judge --base-url (an OpenAI-compatible server)
   MASHBILL_GRAMMAR      generate --grammar (llguidance or gbnf)
   MASHBILL_REVIEW_HOME  review --home;  MASHBILL_REVIEW_PORT  review serve/push --port

@@ -99,7 +99,8 @@ def test_environment_variables_are_options_shown_in_help_and_listed_in_the_epilo
     used = {p.envvar for p in options.values()}
     assert all(p.show_envvar for p in options.values()), [k for k, p in options.items() if not p.show_envvar]
     listed = set(re.findall(r"\b(?:MASHBILL|ARGILLA)_[A-Z_]+\b", EPILOG))
-    assert listed == used | {"MASHBILL_CACHE"}  # the epilog names every variable an option reads, and no other
+    settings = {"MASHBILL_CACHE", "MASHBILL_STORE_MEMORY", "MASHBILL_PREFILTER"}  # read where they apply, not options
+    assert listed == used | settings  # the epilog names every variable an option reads, those settings, no other
     help_text = invoke("--help").stdout
     for line in ("0  ok", "1  findings", "2  bad input", "3  guard stop"):
         assert line in help_text
@@ -124,10 +125,13 @@ def _env_reads(path: Path) -> list[str]:
 
 def test_settings_are_read_from_the_environment_only_through_click():
     reads = [r for layer in LAYERS for p in sorted((ROOT / layer).rglob("*.py")) for r in _env_reads(p)]
-    # the one exception, MASHBILL_CACHE, is read once, by name, in mashbill/paths.py (the library needs it wherever
-    # it builds something)
+    # the exceptions are settings the library needs wherever it runs, each read once through a named constant:
+    # MASHBILL_CACHE (mashbill/paths.py), MASHBILL_STORE_MEMORY (the store), MASHBILL_PREFILTER (the prefilter)
     assert reads == []
-    assert 'CACHE_ENV = "MASHBILL_CACHE"' in (ROOT / "mashbill" / "paths.py").read_text(encoding="utf-8")
+    for path, constant in (("mashbill/paths.py", 'CACHE_ENV = "MASHBILL_CACHE"'),
+                           ("factory/store.py", 'MEMORY_ENV = "MASHBILL_STORE_MEMORY"'),
+                           ("validators/prefilter.py", 'PREFILTER_ENV = "MASHBILL_PREFILTER"')):
+        assert constant in (ROOT / path).read_text(encoding="utf-8"), path
     cli = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "mashbill" / "cli").glob("*.py"))
     assert "os.environ" not in cli and "getenv" not in cli
 
