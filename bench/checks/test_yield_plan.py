@@ -13,6 +13,7 @@ import yaml
 
 from mashbill.exporters.evaluation.plan_yardstick import load_rows
 from mashbill.specs import load_spec
+from mashbill.specs.loader import spec_home
 
 # bench/yield.py (`yield` is a keyword, so importlib; bench/checks/conftest.py puts bench/ on the path)
 bench = importlib.import_module("yield")
@@ -25,7 +26,7 @@ def test_each_plan_method_is_quickstart_plan_7_with_its_section(tmp_path, method
     rs = load_spec(bench.plan_method_spec(tmp_path, method, rows, ARGS))
     base = load_spec(bench.PLAN_SPEC)
     assert rs.spec.kind == "plan" and rs.spec.teacher == base.spec.teacher
-    assert Path(rs.spec.rules) == (bench.PLAN_SPEC.parent / base.spec.rules).resolve()
+    assert Path(rs.spec.rules) == (spec_home(bench.PLAN_SPEC) / base.spec.rules).resolve()
     data = yaml.safe_load(next(tmp_path.glob("*.yaml")).read_text(encoding="utf-8"))
     assert data["seeds"] == [{"inline": [{"query": r["query"], "lang": r["lang"]} for r in rows]}]
     assert (data.get("repair") or {}).get("max_attempts") == (2 if method in ("repair", "restart") else None)
