@@ -205,7 +205,12 @@ class SpanPass:
             picked = [kept[i] for i in pick]
         else:
             picked = fetch(pick)
-        aud = add_audit_findings(self.report, audit_picked(engine, picked, engine.fast(picked)))
+        aud = audit_picked(engine, picked, engine.fast(picked))
+        for key, verdict in aud.get("findings", ()):  # before the record's own span verdicts, as in one pass
+            have = self.report.verdicts.setdefault(key, [])
+            at = next((i for i, v in enumerate(have) if v.code.startswith("SPAN")), len(have))
+            have.insert(at, verdict)
+        aud = add_audit_findings(self.report, {**aud, "findings": ()})
         audit_s = time.perf_counter() - t0
         self.report.warnings.extend(engine.warnings)
         n = self.examples

@@ -156,3 +156,28 @@ def test_validate_takes_every_nasty_row_of_every_family(tmp_path, family):
     assert report["counts"].get("FMT001") == 1 and "SPAN011" not in report["counts"]
     cross = report["span"]["audit"]["cross_check"]
     assert cross["compared"] == len(NASTY) and cross["mismatches"] == 0
+
+
+def test_a_span_pass_puts_the_finding_where_one_pass_over_all_rows_had_it(qwen2, llama3):
+    """Through validate's SpanPass (batches, the audit at the end): a record's SPAN011 comes after its rule verdicts
+    and before its own span verdicts, as when the audit ran before the verdicts of one pass over every row."""
+    from mashbill.factory.records import Verdict
+    from mashbill.specs.model import TrainerProfile
+    from mashbill.validators.data.inputs import Row
+    from mashbill.validators.run import Options, Report, SpanPass
+
+    impostor = replace(llama3, path=qwen2.path, facts=dict(qwen2.facts), info={})
+    template = resolve_chat_template(impostor, "chatml")
+    report = Report("x", "file")
+    rows = [Row(f"r{i}", examples=[TrainingExample(f"r{i}", ({"role": "user", "content": f"q {i} 中文 " * 30},
+                                                             {"role": "assistant", "content": "a ü"}))])
+            for i in range(3)]
+    report.add("r1", [Verdict("HR001", "reject", "a rule's verdict", "validate")])
+    spans = SpanPass(Options(profile=TrainerProfile(tokenizer="x", max_seq_len=16, loss="assistant-only")), report)
+    spans.engine, spans.loaded, spans.template = SpanEngine(impostor, template), impostor, template
+    for row in rows:  # one batch a row
+        spans.add([row], keep=True)
+    spans.finish()
+    codes = [v.code for v in report.verdicts["r1"]]
+    assert codes[:2] == ["HR001", "SPAN011"] and len(codes) > 2 and all(c.startswith("SPAN") for c in codes[2:])
+    assert report.sections["span"]["audit"]["audited"] == 3 and len(report.problems) == 3
