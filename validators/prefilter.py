@@ -197,9 +197,9 @@ class PatternSet:
         self._lock = threading.Lock()
 
     def add(self, rx):
-        """rx behind this set's prefilter (rx itself when prefiltering is off). rx is a compiled pattern or an object
-        wrapping one in ``.rx`` (the digit gate)."""
-        if not enabled():
+        """rx behind this set's prefilter (rx itself when prefiltering is off, None for None). rx is a compiled
+        pattern or an object wrapping one in ``.rx`` (the digit gate)."""
+        if rx is None or not enabled():
             return rx
         with self._lock:
             self._patterns.append(getattr(rx, "rx", rx))

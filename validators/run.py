@@ -458,7 +458,6 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     verdicts are those of one pass over every record, whatever the batch size."""
     from mashbill.hashing import canonical_json
     from mashbill.validators.checker import RecordChecker
-    from mashbill.validators.spans.spans import TrainingExample
 
     status = None if include_all else "accepted"
     batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size)
@@ -515,7 +514,7 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
                     if isinstance(rec.output.get("experts"), list):
                         row.meta["n_experts"] = len(rec.output["experts"])
             report.add(rec.id, verdicts)
-            row.examples.append(TrainingExample(rec.id, tuple(rec.training_messages)))
+            row.examples.append(_example(rec))
             rows[str(meta.get("split", "")).lower() in EVAL_SPLITS].append(row)
         for part in (False, True):
             if spans is not None:
@@ -540,7 +539,7 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
 
         def fetch(positions: list[int]) -> list:
             by_id = {rec.id: rec for rec in store.records(ids=[order[i] for i in positions])}
-            return [TrainingExample(order[i], tuple(by_id[order[i]].training_messages)) for i in positions]
+            return [_example(by_id[order[i]]) for i in positions]
 
         spans.finish(fetch)
     _progress(opts, "duplicates and leakage")
@@ -558,6 +557,13 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     if write and not store.read_only:
         write_verdicts(store, report, spec_hash=rs.hash)
     return report
+
+
+def _example(rec):
+    """A stored record as the trainer sees it (its training messages), for the span checks."""
+    from mashbill.validators.spans.spans import TrainingExample
+
+    return TrainingExample(rec.id, tuple(rec.training_messages))
 
 
 def write_verdicts(store, report: Report, spec_hash: str | None = None, source: str = "store") -> str:

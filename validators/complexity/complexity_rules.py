@@ -21,6 +21,7 @@ from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 from mashbill.validators.plans.rulebase import Checks, RuleEntry
+from mashbill.validators.prefilter import PatternSet
 
 CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup",
               "greeting", "calculation", "complex_evidence", "maths", "task", "en_de")
@@ -96,13 +97,9 @@ class CompiledCues:
     """One alternation per cue group (``compile_cues``)."""
 
     def __init__(self, cues: Cues):
-        from mashbill.validators.prefilter import PatternSet
-
         prefilter = PatternSet()  # one pass names the groups that may match (validators/prefilter.py)
-        self.patterns: dict[str, re.Pattern | None] = {}
-        for group in CUE_GROUPS:
-            rx = compile_cues(getattr(cues, group))
-            self.patterns[group] = prefilter.add(rx) if rx is not None else None
+        self.patterns: dict[str, re.Pattern | None] = {group: prefilter.add(compile_cues(getattr(cues, group)))
+                                                       for group in CUE_GROUPS}
 
     def find(self, group: str, text: str) -> str | None:
         """The first match of a cue group in the text, or None."""

@@ -42,6 +42,11 @@ class RuleContext:
     def _words(self) -> dict[str, frozenset[str]]:
         return {}
 
+    @cached_property
+    def readings(self) -> list[str]:
+        """The query's other spellings for a rule set that reads number words (numwords.readings), once a record."""
+        return numwords.readings(self.rs, self.query)
+
     def words(self, text: str) -> frozenset[str]:
         """Content words of a plan text, computed once per plan (no-parroting and no-drift share them)."""
         w = self._words.get(text)
@@ -241,7 +246,6 @@ def tool_unfounded(ctx: RuleContext) -> list[str]:
         return []  # the query asks for a tool: HR002 and the argument checks judge the call
     fid = ctx.rs.fidelity
     trig = triggers_for(ctx.rs)
-    readings = numwords.readings(ctx.rs, ctx.query)
 
     def names(key: str, value: str) -> bool:  # a law by its full name ("Bürgerliches Gesetzbuch" for BGB)
         law = trig.canonical_law(value) if key == "law" else None
@@ -253,7 +257,8 @@ def tool_unfounded(ctx: RuleContext) -> list[str]:
         if not _nonempty_str(tool):
             continue  # tool-known reports it
         args = t.get("mcp_args")
-        if not fidelity.grounded(ctx.query, args, fid.units, fid.option_args, readings, fid.read_notation, names):
+        if not fidelity.grounded(ctx.query, args, fid.units, fid.option_args, ctx.readings, fid.read_notation,
+                                 names):
             out.append(f"{_label(t)}: {tool} {_short(args)} on a query that asks for no computation (no precision "
                        f"intent fires), and no argument is a number, unit, date or word the query states")
     return out
@@ -451,7 +456,7 @@ def arg_numbers(ctx: RuleContext) -> list[str]:
         if isinstance(args, dict) and t.get("mcp_tool") in _DATE_TOOLS:
             args = {k: v for k, v in args.items() if not isinstance(v, str)}  # dates: arg-units-dates
         bad = fidelity.invented_numbers(ctx.query, args, fid.constants)
-        for spelled in numwords.readings(ctx.rs, ctx.query) if bad else ():  # a number spelled out is stated too
+        for spelled in ctx.readings if bad else ():  # a number spelled out is stated too
             bad = [b for b in bad if b in fidelity.invented_numbers(spelled, args, fid.constants)]
         if bad:
             shown = ", ".join(f"{b:g}" for b in bad)

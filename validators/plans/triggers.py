@@ -189,8 +189,8 @@ class Triggers:
         tr = rs.truncation
         self.cut_words = CutWords(*(frozenset(w.lower() for w in ws) for ws in (tr.dangling, tr.stranded, tr.question,
                                                                                  tr.joins, tr.pronouns))) if tr else None
-        recall = compile_cues(rs.recall_patterns)  # the complexity rule set's recall cues, compiled as it does
-        self.recall = self.prefilter.add(recall) if recall is not None else None
+        # the complexity rule set's recall cues, compiled as it does
+        self.recall = self.prefilter.add(compile_cues(rs.recall_patterns))
         # case-sensitive: camelCase is only visible in the case
         self.identifier = [re.compile(p) for p in (rs.search_query.identifier if rs.search_query else [])]
 
