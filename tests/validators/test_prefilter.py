@@ -126,3 +126,12 @@ def test_a_compiled_database_is_kept_in_the_cache_and_a_damaged_one_is_compiled_
     ps3, wrapped3 = fresh()
     assert wrapped3[1].search("12 %").group(0) == "12 %" and ps3.candidates("kilo") == {0}
     assert kept[0].read_bytes() != b"[]\ngarbage"
+
+
+def test_prefilter_0_runs_every_pattern_itself(monkeypatch):
+    """`mashbill --help`: MASHBILL_PREFILTER=0 runs every rule pattern without the prefilter."""
+    rx = re.compile(r"\d+ kg")
+    monkeypatch.setenv("MASHBILL_PREFILTER", "0")
+    assert PatternSet().add(rx) is rx
+    monkeypatch.setenv("MASHBILL_PREFILTER", "1")
+    assert isinstance(PatternSet().add(rx), Prefiltered) and PatternSet().add(None) is None
