@@ -204,6 +204,7 @@ class PatternSet:
         with self._lock:
             self._patterns.append(getattr(rx, "rx", rx))
             self._db = None
+            self._recent = {}  # candidates found without the new pattern would leave it out
             return Prefiltered(rx, self, len(self._patterns) - 1)
 
     def _compile(self):

@@ -95,6 +95,14 @@ def test_a_pattern_it_cannot_convert_always_runs():
     assert plain._index not in ps.candidates("ab") and plain.search("ab") is None
 
 
+def test_a_pattern_added_after_a_scan_is_asked_about_texts_scanned_before():
+    ps = PatternSet()
+    first = ps.add(re.compile(r"kilo"))
+    assert first.search("3 kilo 7 %") is not None  # the text's candidates are kept: {first}
+    later = ps.add(re.compile(r"\d+ %"))
+    assert later.search("3 kilo 7 %").group(0) == "7 %"
+
+
 def test_pii_patterns_answer_what_they_answer_without_the_prefilter():
     from mashbill.validators.data import pii
 
