@@ -273,32 +273,45 @@ class StoreQueries:
     _MINIFY_MESSAGES = ("CASE WHEN json_structure({col}) = '[{{\"content\":\"VARCHAR\",\"role\":\"VARCHAR\"}}]' "
                         "AND NOT contains({col}, '\\u00') THEN json({col})::VARCHAR ELSE " + _MINIFY + " END")
 
-    def plain_usable(self, spec_hash: str, paths: Sequence[tuple[str, str, str]] = ()) -> tuple[pa.Table, list[str]]:
+    def plain_usable(self, spec_hash: str, paths: Sequence[tuple[str, str, str]] = (), key_label: str | None = None
+                     ) -> tuple[pa.Table, list[str]]:
         """The records of a spec hash that are usable without the rules' walk (`factory.usable.record_states`'s
-        common case: accepted, the latest validation mark passed, no verdict, no review row) as one Arrow table in
+        common case: accepted, the latest validation mark passed, no review row, no judge's reject; flags and
+        penalties do not change usability) as one Arrow table in
         record id order, and the ids of every other record of the hash (for `record_states(ids=...)`).
 
         Columns: record_id, run_id, validation_id; input and meta as stored (JSON text); output and messages as
         canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
         list<struct<role, content>>); output_type and output_len (the output's JSON type and array length); and
         per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the
-        list of what it matched)."""
+        list of what it matched). With `key_label`, a `key` column (the sha256 hex of the canonical JSON array
+        [key_label, messages, the output's canonical JSON as a string]) instead of `messages`: the long prompts are
+        hashed where they are, not copied out (issue 29)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
             if not (name.isidentifier() and col in ("input", "output", "meta") and "'" not in path):
                 raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")
+        if key_label is not None and not key_label.isidentifier():
+            raise ValueError(f"plain_usable: bad key label {key_label!r}")
         m = self._MINIFY
         extra = "".join(f", json_extract(r.{col}, '{path}')::VARCHAR AS {name}" for name, col, path in paths)
+        messages = self._MINIFY_MESSAGES.format(col="r.messages")
+        if key_label is None:
+            messages = f"{messages} AS messages"
+        else:  # a canonical JSON text holds no control character: as a JSON string only \ and " are escaped
+            output = f"replace(replace(coalesce({m.format(col='r.output')}, 'null'), '\\', '\\\\'), '\"', '\\\"')"
+            messages = f"""sha256('["{key_label}",' || {messages} || ',"' || {output} || '"]') AS key"""
         plain = self.con.sql(
             "WITH m AS (SELECT record_id, arg_max(passed, validated_at) AS passed, "
             "arg_max(validation_id, validated_at) AS validation_id FROM record_validations "
             "WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) GROUP BY record_id) "
             f"SELECT r.record_id, r.run_id, m.validation_id, r.input, r.meta, "
-            f"{m.format(col='r.output')} AS output, {self._MINIFY_MESSAGES.format(col='r.messages')} AS messages, "
+            f"{m.format(col='r.output')} AS output, {messages}, "
             """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]') AS prompt, """
             "json_type(r.output) AS output_type, json_array_length(r.output) AS output_len"
             f"{extra} FROM records r JOIN m USING (record_id) "
             "WHERE r.spec_hash = ? AND r.status = 'accepted' AND m.passed "
-            "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.record_id = r.record_id) "
+            "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.record_id = r.record_id AND v.stage = 'judge' "
+            "AND v.severity = 'reject') "
             "AND NOT EXISTS (SELECT 1 FROM review_decisions d WHERE d.record_id = r.record_id) "
             "ORDER BY r.record_id", params=[spec_hash, spec_hash]).to_arrow_table()
         self.con.register("_q_plain", plain.select(["record_id"]))

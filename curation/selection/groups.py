@@ -30,7 +30,7 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
     import numpy as np
     import pyarrow as pa
 
-    from mashbill.validators.data.dedup import near_pairs
+    from mashbill.validators.data.dedup import near_components
 
     norms = list(norms) if norms is not None else normalized(texts)
     if not norms:
@@ -39,13 +39,7 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
     ids = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     distinct = enc.dictionary.to_pylist()  # the first occurrence of each normalised text, in input order
     m = len(distinct)
-    label = np.arange(m)
-    if m >= 2:
-        pairs, _ = near_pairs(distinct, threshold, shingle=shingle, num_perm=num_perm, bands=bands)
-        if len(pairs):
-            from mashbill.curation.selection.split import connected
-
-            label = connected(m, pairs[:, 0], pairs[:, 1])
+    label = near_components(distinct, threshold, shingle=shingle, num_perm=num_perm, bands=bands)
     per_text = label[ids]
     _, first = np.unique(per_text, return_index=True)
     number = np.empty(per_text.max() + 1, dtype=np.int64)

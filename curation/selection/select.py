@@ -77,9 +77,10 @@ def _rules_recheck(checker, rec: Record):
 
 
 def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | None = None, columnar: bool = False,
-                   paths: Sequence[tuple[str, str, str]] = ()) -> Selection:
+                   paths: Sequence[tuple[str, str, str]] = (), key_label: str | None = None) -> Selection:
     """The selection; with `columnar` (and review not required), the records the common case decides come back as
-    one Arrow table (`Selection.plain`, with the JSON `paths` of `Store.plain_usable`) instead of Candidates."""
+    one Arrow table (`Selection.plain`, with the JSON `paths` and `key_label` of `Store.plain_usable`) instead of
+    Candidates."""
     spec = rs.spec
     require_review = spec.curation.require_review if require_review is None else require_review
     validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
@@ -96,7 +97,7 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
 
     plain = None
     if columnar and not require_review:
-        plain, others = store.plain_usable(rs.hash, paths)
+        plain, others = store.plain_usable(rs.hash, paths, key_label)
         states = store.usable(rs.hash, validator=validator, recheck_for=recheck_for, ids=others)
     else:
         states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)
@@ -112,7 +113,7 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
             f"store {store.root}: {len(unvalidated)} accepted record(s) of {spec.ref} were never covered by a "
             f"validation run (first: {unvalidated[0][:16]}); run `mashbill validate {spec.ref} --store {store.root}` "
             "first. Nothing was written.")
-    counts: Counter = Counter(code for st in states for _, code, _, _ in st.verdicts)
+    counts: Counter = Counter(store.verdict_counts(rs.hash))  # the plain records' flags and penalties too
     candidates: list[Candidate] = []
     excluded: list[Excluded] = []
     corrections: list[tuple[Record, Any]] = []

@@ -1,9 +1,9 @@
 """A snapshot's examples as one Arrow table, built column by column (issue 29: the columnar freeze).
 
-Most records of a large store take the common path (accepted, validated, no verdict, no review row): the store
-hands them over as columns (`Store.plain_usable`: canonical JSON texts, the prompt as Arrow structs, a few JSON
-paths), so no record is decoded whole. Their example key is hashed from those canonical texts (the bytes
-`example_key("sft", messages, completion)` hashes), and their labels and cell are computed once per distinct
+Most records of a large store take the common path (accepted, validated, no review row, no judge's reject): the
+store hands them over as columns (`Store.plain_usable`: canonical JSON texts, the prompt as Arrow structs, a few JSON
+paths), so no record is decoded whole. Their example key is hashed by the store from the canonical texts (the bytes
+`example_key("sft", messages, completion)` hashes, without copying the prompts out), and their labels and cell are computed once per distinct
 combination of the values the labels read (for plans: the input's lang/type/complexity, the meta's lang and
 taxonomy renames, the output's task categories and length), by the same `curation.selection.labels` functions. Any other
 record (reviewed, corrected, odd output) and every preference row goes through the `Example` objects of
@@ -12,7 +12,6 @@ record (reviewed, corrected, odd output) and every preference row goes through t
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Sequence
 
@@ -41,9 +40,6 @@ PLAN_PATHS = (("in_lang", "input", "$.lang"), ("in_type", "input", "$.type"), ("
 PLAN_DIMS = {"category", "categories", "complexity", "lang", "n_tasks", "type"}
 
 
-KEY_CHUNK = 20_000
-
-
 def paths_for(kind: str, dims: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
     return (QUERY_PATH, *PLAN_PATHS) if projected(kind, dims) else (QUERY_PATH,)
 
@@ -67,11 +63,6 @@ def from_examples(examples: Sequence) -> pa.Table:
     return pa.table({f.name: pa.array(cols[f.name], f.type) for f in EXAMPLES}, schema=EXAMPLES)
 
 
-def _json_string(text: str) -> str:
-    # canonical_json(text) for a canonical JSON text: it holds no control character, so only \ and " are escaped
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _label_facts(kind: str, dims: list[str], inputs: dict, output, meta: dict) -> tuple[str, str, list[str], str]:
     """(labels as canonical JSON, cell, class labels, lang) of one record, as snapshot_examples.sft_examples
     computes them."""
@@ -90,11 +81,6 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inpu
     `inputs` (no curation.group_by to read them) their inputs column is left empty."""
     n = plain.num_rows
     outputs = pc.fill_null(plain.column("output"), "null").to_pylist()  # canonical_json(None) for no output
-    keys: list[str] = []
-    for start in range(0, n, KEY_CHUNK):  # a chunk of message texts in Python at a time (1-3 KB each)
-        messages = plain.column("messages").slice(start, KEY_CHUNK).to_pylist()
-        keys += [hashlib.sha256(('["sft",' + m + "," + _json_string(o) + "]").encode()).hexdigest()
-                 for m, o in zip(messages, outputs[start:start + KEY_CHUNK])]
     queries = ["" if q is None else json.loads(q) for q in plain.column("q").to_pylist()]  # input.get("query", "")
     facts: list[tuple] = [None] * n
     if projected(kind, dims):
@@ -126,7 +112,7 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inpu
     labels, cells, classes, langs = zip(*facts) if n else ((), (), (), ())
     none = pa.nulls(n, pa.string())
     return pa.table({
-        "key": pa.array(keys, pa.string()), "record_id": plain.column("record_id"),
+        "key": plain.column("key"), "record_id": plain.column("record_id"),
         "row_kind": pa.array(["sft"] * n, pa.string()), "spec": pa.array([spec_ref] * n, pa.string()),
         "source": pa.array(["teacher"] * n, pa.string()), "rule": none,
         "query": pa.array(queries, pa.string()), "lang": pa.array(list(langs), pa.string()),

@@ -105,7 +105,7 @@ def build(store: Store, rs: ResolvedSpec) -> Built:
     spec = rs.spec
     dims = dims_for(spec.kind, spec.curation.quotas.dims)
     if spec.kind != "preference":
-        sel = select_records(store, rs, columnar=True, paths=paths_for(spec.kind, dims))
+        sel = select_records(store, rs, columnar=True, paths=paths_for(spec.kind, dims), key_label="sft")
         table = sft_table(sft_examples(sel, dims), sel.plain, spec.kind, dims, spec.ref,
                           inputs=bool(spec.curation.group_by))
         return Built(table, sel.excluded, sel.verdict_counts, sel.review, sel.run_ids, sel.validation_ids,

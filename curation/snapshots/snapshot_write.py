@@ -77,9 +77,10 @@ def publish(tmp: Path, final: Path, manifest: dict, ref: str) -> None:
                             "nothing was replaced") from None
 
 
-def split_tables(t: pa.Table, sp, n_tokens: list | None) -> dict[str, pa.Table]:
-    """Each split's rows of the snapshot schema: its examples and their oversampled copies, sorted by (cell, row
-    kind, key, copy), taken from the examples table column by column."""
+def split_tables(t: pa.Table, sp, n_tokens: list | None):
+    """Each split's rows of the snapshot schema, one split at a time (split, table): its examples and their
+    oversampled copies, sorted by (cell, row kind, key, copy). The order is found on those columns alone and the
+    wide ones (the prompts) are taken once, so a split's rows are in memory once, not three times (issue 29)."""
     import numpy as np
 
     keys, copies = sp.keys, sp.copies
@@ -89,12 +90,17 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None) -> dict[str, pa.Table]:
                 else np.ones(len(rows), dtype=np.int64))
     group = pa.array(sp.res.roots, pa.string())
     tokens = pa.array(n_tokens, pa.int32()) if n_tokens is not None else pa.nulls(t.num_rows, pa.int32())
-    out = {}
+    narrow = t.select(["cell", "row_kind", "key"])
     for j, split in enumerate(SPLITS):
         pos = np.nonzero(side == j)[0]
         counts = n_copies[pos]
         pos = np.repeat(pos, counts)  # positions in sp.rows, a row once per copy
         copy = np.arange(len(pos), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        order = narrow.take(pa.array(rows[pos], pa.int64())).append_column("copy", pa.array(copy, pa.int64()))
+        # stable: rows of one key and copy (two records with the same messages and output) keep the examples' order
+        order = pc.sort_indices(order, [("cell", "ascending"), ("row_kind", "ascending"), ("key", "ascending"),
+                                        ("copy", "ascending")]).to_numpy()
+        pos, copy = pos[order], copy[order]
         take = pa.array(rows[pos], pa.int64())
         sub = t.take(take)
         cols = {f.name: sub.column(f.name) for f in SCHEMA if f.name in t.schema.names}
@@ -102,18 +108,26 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None) -> dict[str, pa.Table]:
         cols["group"] = group.take(pa.array(pos, pa.int64()))
         cols["copy"] = pa.array(copy.astype(np.int32), pa.int32())
         cols["n_tokens"] = tokens.take(take)
-        table = pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA)
-        # stable: rows of one key and copy (two records with the same messages and output) keep the examples' order
-        out[split] = table.take(pc.sort_indices(table, [("cell", "ascending"), ("row_kind", "ascending"),
-                                                        ("example_id", "ascending"), ("copy", "ascending")])
-                                ).combine_chunks()
-    return out
+        yield split, pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA).combine_chunks()
+        del sub, cols
 
 
-def conversations(t: pa.Table, rows: list[int]) -> list[list[dict]]:
-    """Each row's conversation as a trainer renders it: its turns, else its prompt and the completion."""
-    turns, prompts, completions = (t.column(c).to_pylist() for c in ("turns", "prompt", "completion"))
-    return [turns[i] or [*prompts[i], {"role": "assistant", "content": completions[i]}] for i in rows]
+class Conversations:
+    """Each row's conversation as a trainer renders it (its turns, else its prompt and the completion), read from the
+    table only for the slice asked for: every prompt of a million-record snapshot as Python objects at once was
+    gigabytes (issue 29)."""
+
+    def __init__(self, t: pa.Table, rows: list[int]):
+        self.t, self.rows = t.select(["turns", "prompt", "completion"]), rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, part: slice) -> list[list[dict]]:
+        sub = self.t.take(pa.array(self.rows[part], pa.int64()))
+        turns, prompts, completions = (sub.column(c).to_pylist() for c in ("turns", "prompt", "completion"))
+        return [turn or [*prompt, {"role": "assistant", "content": completion}]
+                for turn, prompt, completion in zip(turns, prompts, completions)]
 
 
 def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], store_path: Path, root: Path,
@@ -125,11 +139,10 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
     if tokens:
         from mashbill.curation.snapshots.tokens import token_lengths
 
-        lengths = token_lengths(profile, rs.home, conversations(t, sp.rows))
+        lengths = token_lengths(profile, rs.home, Conversations(t, sp.rows))
         if lengths is not None:
             last = {sp.keys[i]: n for i, n in zip(sp.rows, lengths)}  # rows sharing a key share one count
             n_tokens = [last.get(k) for k in sp.keys]
-    tables = split_tables(t, sp, n_tokens)
     cut_cols = {c: t.column(c).take(pa.array(sp.cut, pa.int64())).to_pylist()
                 for c in ("record_id", "spec", "cell", "query", "completion")}
     excluded = list(built.excluded) + [
@@ -149,8 +162,13 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
     tmp.mkdir()
     try:
         (tmp / "data").mkdir()
-        for s in SPLITS:
-            write_parquet(tables[s], tmp / "data" / f"{s}.parquet")
+        counts, cells, row_kinds = {}, {}, {}
+        for s, table in split_tables(t, sp, n_tokens):  # one split in memory at a time
+            write_parquet(table, tmp / "data" / f"{s}.parquet")
+            counts[s] = table.num_rows
+            cells[s] = dict(sorted(Counter(table.column("cell").to_pylist()).items()))
+            row_kinds[s] = dict(sorted(Counter(table.column("row_kind").to_pylist()).items()))
+            del table
         write_parquet(table_of(reject_rows, REJECT_SCHEMA), tmp / "rejects.parquet")
         if built.judge:
             write_parquet(pa.Table.from_pylist(built.judge["rows"]), tmp / "judge.parquet")
@@ -162,8 +180,6 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
         if train_tmpl:  # what a trainer renders with, so nothing has to be wired in by hand
             (tmp / trainer_profile["training_template"]).write_text(train_tmpl, encoding="utf-8")
 
-        counts = {s: tables[s].num_rows for s in SPLITS}
-        cells = {s: dict(sorted(Counter(tables[s].column("cell").to_pylist()).items())) for s in SPLITS}
         lens = sorted(n for n in (last.values() if n_tokens is not None else ()) if n is not None)  # one per key
         manifest: dict[str, Any] = {
             "format": FORMAT, "name": name, "version": version, "ref": f"{name}@{version}",
@@ -179,8 +195,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
             "selection": {"records": built.records_seen, "examples": sum(counts.values()),
                           "excluded": len(reject_rows), "rules_engine": built.rules_engine},
             "splits": {"ratios": rs.spec.curation.splits.model_dump(), "counts": counts,
-                       "row_kinds": {s: dict(sorted(Counter(tables[s].column("row_kind").to_pylist()).items()))
-                                     for s in SPLITS},
+                       "row_kinds": row_kinds,
                        "groups": res.stats, "leakage": leak},
             "cells": {"dims": built.dims, "counts": cells, "quotas": rs.spec.curation.quotas.model_dump(),
                       "balance": balance.cells, "below_quota": balance.below_quota,

@@ -145,14 +145,17 @@ def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations:
         return None
     tok = loaded.tok
     try:
-        if template:
-            texts = [tok.apply_chat_template(list(c), chat_template=template, tokenize=False) for c in conversations]
-        else:
-            texts = ["\n".join(m["content"] for m in c) for c in conversations]
         counter = _piece_counter(loaded)
         lengths = []
-        for start in range(0, len(texts), ENCODE_CHUNK):
-            pieces = [counter.split(t) for t in texts[start:start + ENCODE_CHUNK]]
+        # a chunk of conversations rendered and counted at a time: a million 2 KB prompts rendered at once are
+        # gigabytes (`conversations` may be a lazy sequence that reads only the slice asked for)
+        for start in range(0, len(conversations), ENCODE_CHUNK):
+            chunk = conversations[start:start + ENCODE_CHUNK]
+            if template:
+                texts = [tok.apply_chat_template(list(c), chat_template=template, tokenize=False) for c in chunk]
+            else:
+                texts = ["\n".join(m["content"] for m in c) for c in chunk]
+            pieces = [counter.split(t) for t in texts]
             counts = counter.fill(chain.from_iterable(pieces))
             lengths += [sum(map(counts.__getitem__, p)) for p in pieces]
     except Exception as exc:  # a template that cannot render these messages: report, do not fail the freeze

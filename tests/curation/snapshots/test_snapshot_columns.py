@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from mashbill.curation.snapshots.snapshot import freeze, verify
+from mashbill.curation.snapshots.snapshot_examples import example_key
 from mashbill.factory.records import Record, SpecRef
 from mashbill.factory.store import Store
 from mashbill.hashing import canonical_json
@@ -125,20 +126,29 @@ def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
             ({"role": "user", "content": "x", "n": 1.5e-07},), ({"role": "user", "content": "q4"},)]
     recs = [Record(f"r{i}", "plan", {"query": f"q{i}", "lang": "en"}, odd if i == 1 else [{"category": "c"}], None,
                    ref, "accepted", msgs[i], {"lang": "en"}) for i in range(5)]
+    recs.append(Record("r5", "plan", {"query": "q5"}, None, None, ref, "accepted", msgs[4], {}))  # no output
     with Store.open(tmp_path / "s") as s:
         run = s.begin_run(spec_name="p", spec_version=1, spec_hash=ref.hash, kind="plan", backend="t", model="m",
                           model_sha256=None, model_info=None, sampling={})
-        s.write_batch(run, recs, {}, [])
         from mashbill.factory.records import Verdict
 
+        s.write_batch(run, recs, {"r3": [Verdict("J001", "reject", "judged", "judge")]}, [])
         s.record_validation(spec_hash=ref.hash, source="t", counts={}, results={
-            "r0": [], "r1": [], "r2": [Verdict("F001", "flag", "z", "validate")], "r3": []})  # r4: never validated
+            "r0": [], "r1": [], "r2": [Verdict("F001", "flag", "z", "validate")], "r3": [], "r5": []})
+        # r2: a flag leaves a record usable, so it is plain; r3: the judge rejected it; r4: never validated
         plain, others = s.plain_usable(ref.hash, [("lang", "input", "$.lang")])
-    assert plain.column("record_id").to_pylist() == ["r0", "r1", "r3"] and others == ["r2", "r4"]
+        keyed, _ = s.plain_usable(ref.hash, key_label="sft")
+        with pytest.raises(ValueError):
+            s.plain_usable(ref.hash, key_label="sft'; DROP TABLE records; --")
+    assert plain.column("record_id").to_pylist() == ["r0", "r1", "r2", "r5"] and others == ["r3", "r4"]
+    # the store's key is the example key curation computes over what a snapshot trains (no output: null)
+    assert keyed.column("key").to_pylist() == [example_key("sft", list(r.messages), canonical_json(r.output))
+                                               for r in recs if r.id in ("r0", "r1", "r2", "r5")]
+    assert "messages" not in keyed.column_names
     by_id = {r.id: r for r in recs}
     for row in plain.to_pylist():
         rec = by_id[row["record_id"]]
-        assert row["output"] == canonical_json(rec.output)
+        assert row["output"] == (None if rec.output is None else canonical_json(rec.output))
         assert row["messages"] == canonical_json(list(rec.messages))
         assert row["prompt"] == [{"role": m["role"], "content": m["content"]} for m in rec.messages]
-        assert json.loads(row["lang"]) == "en"
+        assert row["lang"] == (None if "lang" not in rec.input else json.dumps(rec.input["lang"]))

@@ -103,3 +103,25 @@ def test_packed_shingles_give_the_jaccard_of_the_string_sets():
     norms = [normalize(t) for t in texts]
     pairs = np.array([(i, j) for i in range(len(norms)) for j in range(i + 1, len(norms))], dtype=np.int64)
     assert list(jaccard(norms, pairs)) == [_jaccard(norms[a], norms[b]) for a, b in pairs.tolist()]
+
+
+def test_near_components_are_the_components_of_the_near_pairs():
+    """near_components checks only the candidates that can still join two components; its components are those of
+    every confirmed pair (templated clusters, chains through a middle text, fooling pairs and singletons)."""
+    import random
+
+    from mashbill.curation.selection.split import connected
+    from mashbill.validators.data.dedup import near_components
+
+    rng = random.Random(5)
+    texts = [t for pair in DISTINCT + NEAR for t in pair]
+    texts += [f"please convert {rng.randint(1, 99)} {unit} to {other} for the road trip we take tomorrow morning"
+              for unit, other in [("miles", "km"), ("pounds", "kg"), ("feet", "meters")] for _ in range(40)]
+    texts += [f"{w} what is the capital of france today" for w in ("so", "ok", "hey", "um")]
+    texts += ["".join(rng.choice("abcdefgh ") for _ in range(30)) for _ in range(60)]
+    norms = list(dict.fromkeys(normalize(t) for t in texts))
+    pairs, _ = near_pairs(norms, 0.8)
+    want = connected(len(norms), pairs[:, 0], pairs[:, 1])
+    got = near_components(norms, 0.8)
+    assert len(pairs) > len(norms) // 2 and len(set(want.tolist())) < len(norms)  # clusters to find
+    assert got.tolist() == want.tolist()  # both label a component by its smallest text
