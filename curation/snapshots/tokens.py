@@ -143,7 +143,9 @@ def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations:
     if loaded is None:
         log.warning("token lengths skipped: %s", why)
         return None
-    tok = loaded.tok
+    from mashbill.validators.spans.chat_render import ChatRenderer
+
+    render = ChatRenderer(loaded, template).render_fast  # apply_chat_template's text (the span audit checks it)
     try:
         counter = _piece_counter(loaded)
         lengths = []
@@ -152,7 +154,7 @@ def token_lengths(profile: TrainerProfile, base_dir: Path | None, conversations:
         for start in range(0, len(conversations), ENCODE_CHUNK):
             chunk = conversations[start:start + ENCODE_CHUNK]
             if template:
-                texts = [tok.apply_chat_template(list(c), chat_template=template, tokenize=False) for c in chunk]
+                texts = [render(c)[0] for c in chunk]
             else:
                 texts = ["\n".join(m["content"] for m in c) for c in chunk]
             pieces = [counter.split(t) for t in texts]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mashbill.curation.snapshots.tokens import _training_facts, training_facts
 from mashbill.specs.model import TrainerProfile
 from mashbill.validators.tokenizers.tokenizer import CHATML_GENERATION
@@ -34,13 +36,18 @@ def test_a_missing_tokenizer_is_noted_and_never_cached(tmp_path, monkeypatch):
     assert not (tmp_path / "cache" / "training-facts").exists()
 
 
-def test_token_lengths_in_chunks_equal_the_tokenizers_own_count_of_each_conversation(tmp_path, monkeypatch):
-    """Conversations are encoded ENCODE_CHUNK at a time (memory); each length is still the real tokenizer's count of
-    that conversation rendered with the template, across chunk boundaries."""
+@pytest.mark.parametrize("markers", [True, False])
+def test_token_lengths_in_chunks_equal_the_tokenizers_own_count_of_each_conversation(tmp_path, monkeypatch, markers):
+    """Conversations are rendered and encoded ENCODE_CHUNK at a time (memory); each length is still the real
+    tokenizer's count of that conversation rendered by apply_chat_template, across chunk boundaries, with a template
+    that marks the assistant's turns and one that does not."""
     from mashbill.curation.snapshots import tokens
 
     tmpl = tmp_path / "chat.jinja"
-    tmpl.write_text(CHATML_GENERATION, encoding="utf-8")
+    text = CHATML_GENERATION if markers else CHATML_GENERATION.replace("{% generation %}", "").replace(
+        "{% endgeneration %}", "")
+    assert ("{% generation %}" in text) == markers
+    tmpl.write_text(text, encoding="utf-8")
     profile = TrainerProfile(chat_template=str(tmpl), max_seq_len=512, loss="last-turn")
     monkeypatch.setattr(tokens, "ENCODE_CHUNK", 7)
     convs = [[{"role": "system", "content": "Plan it. " * (i % 5)},
