@@ -124,7 +124,15 @@ class Conversations:
         return len(self.rows)
 
     def __getitem__(self, part: slice) -> list[list[dict]]:
-        sub = self.t.take(pa.array(self.rows[part], pa.int64()))
+        import numpy as np
+
+        rows = np.asarray(self.rows[part], dtype=np.int64)
+        if not len(rows):
+            return []
+        # taken from the zero-copy slice the rows lie in: a take on the whole chunked table concatenates it each
+        # time (5.5 s a 176,000-row freeze, 1,024 rows at a time, against 2.3 s for one take of them all)
+        low = int(rows.min())
+        sub = self.t.slice(low, int(rows.max()) - low + 1).take(pa.array(rows - low))
         turns, prompts, completions = (sub.column(c).to_pylist() for c in ("turns", "prompt", "completion"))
         return [turn or [*prompt, {"role": "assistant", "content": completion}]
                 for turn, prompt, completion in zip(turns, prompts, completions)]
