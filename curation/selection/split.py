@@ -54,8 +54,8 @@ def connected(n: int, a, b):
 
 def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
     """(distinct keys as an Arrow array, each row's distinct-key index, each row's root index, each distinct key's
-    rank in key order): connected components of the links over the keys, each named by its smallest key (what
-    `validators.data.dedup.UnionFind` gives), computed over integer ids (Arrow and numpy, no per-key Python)."""
+    rank in key order): connected components of the links over the keys, each named by its smallest key (a
+    union-find's answer), computed over integer ids (Arrow and numpy, no per-key Python)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -17,7 +17,6 @@ wrong on half its pairs of short queries; see ``near_pairs``). The first record 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
@@ -268,37 +267,6 @@ def near_components(norm_texts: list[str], threshold: float, *, shingle: int = 5
     return np.array(parent, dtype=np.int64)
 
 
-class UnionFind:
-    """Disjoint sets over hashable, ordered keys; the smallest key of a set is its root, so group ids do not
-    depend on the order of unions (dedup clusters, near-duplicate groups and split groups all use this one)."""
-
-    def __init__(self, keys: Iterable):
-        self.parent = {k: k for k in keys}
-
-    def find(self, k):
-        root = k
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[k] != root:
-            self.parent[k], k = root, self.parent[k]
-        return root
-
-    def union(self, a, b) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            if rb < ra:
-                ra, rb = rb, ra
-            self.parent[rb] = ra
-
-
-def _components(n: int, edges: np.ndarray) -> list[int]:
-    """Connected-component label (the smallest member index) per node."""
-    uf = UnionFind(range(n))
-    for a, b in edges:
-        uf.union(int(a), int(b))
-    return [uf.find(i) for i in range(n)]
-
-
 @dataclass
 class DedupResult:
     verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
@@ -333,18 +301,17 @@ def dedup(keys: list[str], texts: list[str], cfg) -> DedupResult:
     kept = [i for i in range(len(norms)) if i not in exact_of]
     if len(kept) < 2:
         return res
-    good, sims = near_pairs([norms[i] for i in kept], cfg.threshold, shingle=cfg.shingle, num_perm=cfg.num_perm,
-                            bands=cfg.bands)
-    if not len(good):
-        return res
-    sim_of = {(int(a), int(b)): float(s) for (a, b), s in zip(good, sims)}
-    labels = _components(len(kept), good)
+    kept_norms = [norms[i] for i in kept]
+    # the clusters are the components of the near pairs (near_components checks only the pairs that can join two)
+    labels = near_components(kept_norms, cfg.threshold, shingle=cfg.shingle, num_perm=cfg.num_perm, bands=cfg.bands)
     clusters: dict[int, list[int]] = {}
-    for local, lab in enumerate(labels):
-        clusters.setdefault(int(lab), []).append(local)
-    for lab, members in clusters.items():
-        if len(members) < 2:
-            continue
+    for local, lab in enumerate(labels.tolist()):
+        clusters.setdefault(lab, []).append(local)
+    clusters = {lab: members for lab, members in clusters.items() if len(members) >= 2}
+    # each member reports its own Jaccard with the cluster's keeper (its first text), linked directly or not
+    pairs = np.array([(min(ms), m) for ms in clusters.values() for m in ms if m != min(ms)], dtype=np.int64)
+    sims = iter(jaccard(kept_norms, pairs.reshape(-1, 2), cfg.shingle).tolist())
+    for members in clusters.values():
         res.near_clusters += 1
         res.largest_cluster = max(res.largest_cluster, len(members))
         keeper = min(members)
@@ -352,12 +319,8 @@ def dedup(keys: list[str], texts: list[str], cfg) -> DedupResult:
             if m == keeper:
                 continue
             res.near_dropped += 1
-            # a member linked to the keeper only through others reports its own Jaccard with the keeper
-            s = sim_of.get((keeper, m))
-            if s is None:
-                s = float(jaccard([norms[kept[keeper]], norms[kept[m]]], np.array([[0, 1]]), cfg.shingle)[0])
             res.verdicts.setdefault(keys[kept[m]], []).append(
                 Verdict(cfg.near_code, cfg.near_severity,
-                        f"near duplicate (Jaccard {s:.2f}) in a cluster of {len(members)}; "
+                        f"near duplicate (Jaccard {next(sims):.2f}) in a cluster of {len(members)}; "
                         f"kept {keys[kept[keeper]]}", "validate"))
     return res

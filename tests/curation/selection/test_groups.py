@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from mashbill.curation.selection.groups import near_duplicate_clusters, normalized
-from mashbill.validators.data.dedup import UnionFind, near_pairs
+from mashbill.validators.data.dedup import near_pairs
+from tests.curation.selection.union_find import UnionFind
 
 
 def _union_find_clusters(texts, threshold=0.8):

@@ -7,7 +7,7 @@ import random
 import numpy as np
 
 from mashbill.curation.selection.split import connected
-from mashbill.validators.data.dedup import UnionFind
+from tests.curation.selection.union_find import UnionFind
 
 
 def test_connected_labels_each_node_with_the_smallest_of_its_component():
