@@ -277,8 +277,8 @@ class StoreQueries:
                      ) -> tuple[pa.Table, list[str]]:
         """The records of a spec hash that are usable without the rules' walk (`factory.usable.record_states`'s
         common case: accepted, the latest validation mark passed, no review row, no judge's reject; flags and
-        penalties do not change usability) as one Arrow table in
-        record id order, and the ids of every other record of the hash (for `record_states(ids=...)`).
+        penalties do not change usability) as one Arrow table in record id order, and the ids of every other record
+        of the hash (for `record_states(ids=...)`).
 
         Columns: record_id, run_id, validation_id; input and meta as stored (JSON text); output and messages as
         canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as

@@ -2,12 +2,13 @@
 
 Most records of a large store take the common path (accepted, validated, no review row, no judge's reject): the
 store hands them over as columns (`Store.plain_usable`: canonical JSON texts, the prompt as Arrow structs, a few JSON
-paths), so no record is decoded whole. Their example key is hashed by the store from the canonical texts (the bytes
-`example_key("sft", messages, completion)` hashes, without copying the prompts out), and their labels and cell are computed once per distinct
-combination of the values the labels read (for plans: the input's lang/type/complexity, the meta's lang and
-taxonomy renames, the output's task categories and length), by the same `curation.selection.labels` functions. Any other
-record (reviewed, corrected, odd output) and every preference row goes through the `Example` objects of
-`snapshot_examples` and joins the same table, in record id order (the order the near-duplicate grouping reads).
+paths), so no record is decoded whole. Their example key is hashed by the store (the bytes
+`example_key("sft", messages, completion)` hashes, without copying the prompts out), and their labels and cell are
+computed once per distinct combination of the values the labels read (for plans: the input's lang/type/complexity,
+the meta's lang and taxonomy renames, the output's task categories and length), by the same
+`curation.selection.labels` functions. Any other record (reviewed, corrected, odd output) and every preference row
+goes through the `Example` objects of `snapshot_examples` and joins the same table, in record id order (the order the
+near-duplicate grouping reads).
 """
 
 from __future__ import annotations
