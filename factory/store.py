@@ -81,10 +81,7 @@ def _loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
     return out
 
 
-MEMORY_ENV = "MASHBILL_STORE_MEMORY"  # e.g. "4GB": the most memory DuckDB takes for one store connection
-# DuckDB's own default, 80% of RAM, let a million-record merge hold 5.5 GB and its validation 4.6 GB; with 1 GB
-# they held 1.3 and 3.2 GB and took no longer (bench/RESULTS.md, issue 29). Beyond it DuckDB spills to <store>.tmp.
-DEFAULT_MEMORY = "1GB"
+MEMORY_ENV = "MASHBILL_STORE_MEMORY"  # e.g. "1GB": the most memory DuckDB takes for one store connection
 
 _RECORD_SELECT = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, messages, meta "
                   "FROM records")
@@ -185,10 +182,11 @@ class Store(StoreQueries):
             if not os.access(root, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
                 raise StoreError(f"store {root} is not writable")
         config = dict(SANDBOX_CONFIG) if sandbox else {}
-        limit = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY
-        if not re.fullmatch(r"(?i)\d+(?:\.\d+)?\s*(?:[kmgt]i?b|b|bytes)", limit):
-            raise StoreError(f"{MEMORY_ENV}={limit!r} is not a size (for example 1GB or 512MB)")
-        config["memory_limit"] = limit
+        limit = os.environ.get(MEMORY_ENV, "").strip()
+        if limit:  # DuckDB's own default is 80% of RAM; it spills to <store>.tmp beyond the limit
+            if not re.fullmatch(r"(?i)\d+(?:\.\d+)?\s*(?:[kmgt]i?b|b|bytes)", limit):
+                raise StoreError(f"{MEMORY_ENV}={limit!r} is not a size (for example 1GB or 512MB)")
+            config["memory_limit"] = limit
         try:
             con = duckdb.connect(str(db), read_only=read_only, config=config)
         except duckdb.IOException as exc:

@@ -83,7 +83,7 @@ Exit codes (every command):
 Environment (CACHE, STORE_MEMORY and PREFILTER are settings; each other is an option's, as its --help says):
   MASHBILL_STORE        --store of every command that reads or writes a store [./mashbill-data]
   MASHBILL_CACHE        where built things are cached: wheels, vocab, models, encoders [~/.cache/mashbill]
-  MASHBILL_STORE_MEMORY DuckDB's memory limit for one store connection, e.g. 4GB [1GB]
+  MASHBILL_STORE_MEMORY DuckDB's memory limit for one store connection, e.g. 1GB [80% of RAM]
   MASHBILL_PREFILTER    0: run every rule pattern, without the Hyperscan prefilter [1]
   MASHBILL_TEACHER_URL  generate/judge --base-url (an OpenAI-compatible server)
   MASHBILL_GRAMMAR      generate --grammar (llguidance or gbnf)
