@@ -205,12 +205,7 @@ class SpanPass:
             picked = [kept[i] for i in pick]
         else:
             picked = fetch(pick)
-        aud = audit_picked(engine, picked, engine.fast(picked))
-        for key, verdict in aud.get("findings", ()):  # before the record's own span verdicts, as in one pass
-            have = self.report.verdicts.setdefault(key, [])
-            at = next((i for i, v in enumerate(have) if v.code.startswith("SPAN")), len(have))
-            have.insert(at, verdict)
-        aud = add_audit_findings(self.report, {**aud, "findings": ()})
+        aud = add_audit_findings(self.report, audit_picked(engine, picked, engine.fast(picked)))
         audit_s = time.perf_counter() - t0
         self.report.warnings.extend(engine.warnings)
         n = self.examples
@@ -227,11 +222,13 @@ class SpanPass:
 
 
 def add_audit_findings(report: Report, aud: dict) -> dict:
-    """The span audit's findings (SPAN011 verdicts) into the report, its lines into the report's problems; returns
+    """The span audit's findings (SPAN011 verdicts) into the report, each before its record's own span verdicts
+    (where one pass over the records puts it, whatever the batches), its lines into the report's problems; returns
     the rest of the audit summary (what the report's span.audit section shows)."""
     aud = dict(aud)
     for key, verdict in aud.pop("findings", ()):
-        report.add(key, [verdict])
+        have = report.verdicts.setdefault(key, [])
+        have.insert(next((i for i, v in enumerate(have) if v.code.startswith("SPAN")), len(have)), verdict)
     report.problems.extend(aud.pop("lines", ()))
     return aud
 
