@@ -61,6 +61,7 @@ MEANING_DE = {
     "ARG004": "der Ausdruck eines Präzisionswerkzeugs ist nicht lesbar",
     "COPY001": "der Plan gibt ein Beispiel aus dem Prompt wieder, nicht die Anfrage",
     "COPY002": "eine Aufgabe wiederholt die Anweisungen des Prompts, nicht die Anfrage",
+    "COPY003": "eine Aufgabe schreibt die Anfrage ab, aber eines ihrer Wörter als ein anderes",
     "DRIFT001": "eine Aufgabe hat nichts mit der Anfrage gemein",
     "CPLX001": "eine Frage nach einem früheren Gesprächszug ist nicht als memory_recall eingestuft",
     "CPLX002": "eine interne Hilfsanfrage (Titel, Themenprüfung) ist nicht als trivial eingestuft",

@@ -34,7 +34,7 @@ def test_the_live_library_holds_the_latest_version_per_name_and_the_archive_the_
     assert archived and all(f not in live for f in archived)
     quick = {p.stem for p in (quickstart_spec(n) for n in (*QUICKSTART_SPECS, "quickstart-preference"))}
     # a version a live preference spec takes its pairs from stays live too (plan-moe@6 for plan-preference@6,
-    # while plan-moe@7 runs the newer rule set)
+    # while plan-moe@8 runs the newer rule set)
     for f in live:
         src = load_spec(f).spec.curation.preference.source_spec
         if src:

@@ -72,9 +72,9 @@ def test_file_mode_reports_plan_and_hr_codes_with_the_spec(tmp_path, fmt):
         got = {e["record"] for c in codes for e in report["examples"].get(c, [])}
         assert all(f"plans.jsonl:{i + 1}" in got for _ in codes), (i, report["examples"])
     assert set(report["counts"]) == {"HR001", "HR003", "PLAN003", "FIT001", "PLAN009", "FIT002", "PLAN010", "COPY002"}
-    assert report["rules"]["rule_set"] == "moe-routing@7" and report["rules"]["taxonomy_from"] == {"spec": 8}
+    assert report["rules"]["rule_set"] == "moe-routing@8" and report["rules"]["taxonomy_from"] == {"spec": 8}
     assert report["rules"]["skipped"] == []
-    assert "rules: moe-routing@7 (taxonomy from spec 8)" in res.output and "HR001" in res.output
+    assert "rules: moe-routing@8 (taxonomy from spec 8)" in res.output and "HR001" in res.output
 
 
 def test_file_mode_reads_the_taxonomy_from_the_system_prompt(tmp_path):

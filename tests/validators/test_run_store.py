@@ -87,7 +87,7 @@ def test_spec_records(store_dir, tmp_path):
     assert "SCHEMA001" in codes["r8"] and "PII001" in codes["r8"]
     assert "r5" not in codes and generate_verdicts == 1
     assert len(events) == 1 and json.loads(events[0]["detail"])["SPAN002"] == 7
-    assert report["rules"]["rule_set"] == "moe-routing@7"
+    assert report["rules"]["rule_set"] == "moe-routing@8"
     assert_known_codes(report)
 
     # a rerun with the spec's own window replaces the earlier verdicts instead of adding to them
@@ -111,7 +111,7 @@ def test_unknown_spec_hash(tmp_path):
     with Store.open(tmp_path / "s"):
         pass
     res = CliRunner().invoke(main, ["validate", "plan-moe", "--store", str(tmp_path / "s")])
-    assert res.exit_code == 2 and "no accepted records of plan-moe@7" in res.output
+    assert res.exit_code == 2 and "no accepted records of plan-moe@8" in res.output
 
 
 def test_a_store_whose_records_were_all_rejected_says_so_not_other_hashes(tmp_path):

@@ -335,3 +335,50 @@ def echoed(query: str, task, lines: tuple[InstructionLine, ...], share: float, m
         if len(found & line.words) >= share * len(found):
             return line.text
     return None
+
+
+# ---------------------------------------------------------------- no garbled copy
+
+
+def garbled(query: str, text: str, min_letters: int = 8, copy_share: float = 0.6, prefix_share: float = 0.7,
+            typo_ratio: float = 0.8) -> tuple[str, str] | None:
+    """(the word written, the query's word it stands for) where a task text copies the request but writes one of
+    its words as another that shares only a beginning with it ("Leuchtrufflemär" for "Leuchtturmwärter"), else None.
+
+    The text is a copy when ``copy_share`` of its words are the query's, in order (difflib's alignment of the two
+    word lists). In a place where the alignment swaps query words for task words, a task word of at least
+    ``min_letters`` letters that the query does not hold is garbled when it and a swapped query word of that length
+    begin alike (3 letters or more) but share no more than ``prefix_share`` of the shorter word, meet by neither
+    root nor prefix (``root``, ``_meet``: an inflection or a compound's part), and are not a spelling fix of each
+    other (difflib ratio below ``typo_ratio``)."""
+    from difflib import SequenceMatcher
+    from os.path import commonprefix
+
+    task_words = [w.casefold() for w in _LETTERS.findall(text)]
+    if len(task_words) < 3:
+        return None
+    original = _LETTERS.findall(text)
+    query_words = [w.casefold() for w in _LETTERS.findall(query)]
+    align = SequenceMatcher(None, query_words, task_words, autojunk=False)
+    if sum(b.size for b in align.get_matching_blocks()) < copy_share * len(task_words):
+        return None
+    held = set(query_words)
+    query_original = _LETTERS.findall(query)
+    for op, i1, i2, j1, j2 in align.get_opcodes():
+        if op != "replace":
+            continue
+        for j in range(j1, j2):
+            w = task_words[j]
+            if len(w) < min_letters or w in held:
+                continue
+            for i in range(i1, i2):
+                q = query_words[i]
+                if len(q) < min_letters:
+                    continue
+                begin = len(commonprefix([w, q]))
+                if begin < 3 or begin > prefix_share * min(len(w), len(q)):
+                    continue
+                if _meet(root(w), root(q)) or SequenceMatcher(None, w, q, autojunk=False).ratio() >= typo_ratio:
+                    continue
+                return original[j], query_original[i]
+    return None

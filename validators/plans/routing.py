@@ -386,7 +386,9 @@ def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: boo
 
 @rule("creative-fit")
 def creative_fit(ctx: RuleContext) -> list[str]:
-    return _fit(ctx, ctx.triggers.creative, ctx.cats.creative, "a creative-writing request")
+    req = ctx.rs.creative_request
+    return _fit(ctx, ctx.triggers.creative, ctx.cats.creative, "a creative-writing request",
+                no_search=bool(req and req.not_search_only))
 
 
 @rule("translation-fit")
@@ -522,6 +524,23 @@ def no_parroting(ctx: RuleContext) -> list[str]:
                                     lambda: ctx.query_words)
             if copied:
                 out.append(f"{_label(t)} reproduces the prompt's worked example {copied!r}, not the query")
+    return out
+
+
+@rule("garbled-copy")
+def garbled_copy(ctx: RuleContext) -> list[str]:
+    d = ctx.rs.drift
+    out = []
+    for t in ctx.plan.tasks:
+        if not t.is_dict:
+            continue
+        for field in ("task", "search_query"):
+            text = t.get(field)
+            if isinstance(text, str) and (found := drift.garbled(ctx.query, text, d.garble_min_letters,
+                                                                 d.garble_copy_share, d.garble_prefix_share,
+                                                                 d.garble_typo_ratio)):
+                out.append(f"{_label(t)} copies the request but its {field} writes {found[0]!r} for {found[1]!r}")
+                break
     return out
 
 

@@ -24,7 +24,7 @@ from mashbill.specs.yamlio import line_for
 from mashbill.validators.complexity.complexity_rules import load_complexity_rules
 from mashbill.validators.plans.rulebase import Checks, RuleEntry
 
-DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@7.yaml"
+DEFAULT_RULES = LIBRARY / "shared" / "rules" / "moe-routing@8.yaml"
 
 
 class TaskCount(Strict):
@@ -94,6 +94,9 @@ class RequestTriggers(Strict):
     """An unmistakable request of one kind: creative writing (creative-fit, FIT001) or a translation (translation-fit,
     FIT002), which wants a task of that category. Evaluated like an intent's triggers, on the masked query."""
     triggers: list[Trigger] = Field(min_length=1)
+    # (creative_request, @8) where the category is not shown, a plan of research and precision tools only is still
+    # no answer (a web search writes no story), as translation-fit and memory-fit always held
+    not_search_only: bool = False
 
 
 class CategoryRequest(Strict):
@@ -167,6 +170,12 @@ class Drift(Strict):
     # (@6) a task written in the other language than the query (English for a German request) cannot share its
     # words: it counts as related when it shares a root or a number, or the query states no number
     cross_language: bool = False
+    # no garbled copy (@8, drift.garbled): a task copying the request with a long word written as another that only
+    # begins like it
+    garble_min_letters: int = Field(8, ge=4)
+    garble_copy_share: float = Field(0.6, gt=0, le=1)
+    garble_prefix_share: float = Field(0.7, gt=0, le=1)
+    garble_typo_ratio: float = Field(0.8, gt=0, le=1)
 
 
 class RuleSet(Strict):
@@ -224,6 +233,8 @@ class RuleSet(Strict):
                     if other not in self.intents or other == name:
                         raise ValueError(f"intent '{name}' yields to unknown intent '{other}'")
         trigger_levels(self)  # refuses a yields_to cycle
+        if self.translation_request and self.translation_request.not_search_only:
+            raise ValueError("translation_request.not_search_only: translation-fit always refuses a search-only plan")
         requests = [(s, getattr(self, s)) for s in ("creative_request", "translation_request")]
         requests += [(f"category_request.{c}", r) for c, r in self.category_request.items()]
         for section, req in requests:

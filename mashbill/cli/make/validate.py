@@ -34,7 +34,7 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
               help="File mode: the eval split (same format); training rows must not leak into it.")
 @click.option("--rules", "rules_file", type=click.Path(dir_okay=False), help="Rule set file: routing, or complexity "
                                                                               "(kind: complexity; default: the spec's, "
-                                                                              "else moe-routing@7).")
+                                                                              "else moe-routing@8).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here.")
 @click.option("--redact-to", type=click.Path(dir_okay=False),
               help="File mode: also write a copy with e-mails, phone numbers, IBANs and names replaced.")
