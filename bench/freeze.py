@@ -37,7 +37,7 @@ from mashbill.specs import find_spec, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the revision helpers live beside the tests
-from tests.curation.revision import checkout, same_snapshot  # noqa: E402
+from tests.curation.revision import checkout, same_snapshot, store_for_revision  # noqa: E402
 
 SPEC = "quickstart-plan@2"
 CATS = ["math", "coding", "legal", "research", "general", "medical"]
@@ -138,9 +138,10 @@ def compare(store: Path, rev: str, repeat: int, n: int) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mashbill-freeze-before-"))
     try:
         pkg = checkout(rev, tmp / "rev")
+        old_store = store_for_revision(store, pkg, tmp / "store")  # the revision may predate a store migration
         before, after, diffs = [], [], []
         for k in range(repeat):
-            b = timed(store, tmp / f"before-{k}", pkg)
+            b = timed(old_store, tmp / f"before-{k}", pkg)
             a = timed(store, tmp / f"after-{k}")
             assert b["code"].startswith(str(pkg)) and not a["code"].startswith(str(tmp)), (b["code"], a["code"])
             diffs = same_snapshot(Path(b["path"]), Path(a["path"]))

@@ -38,7 +38,7 @@ SMOL = "embedded:smollm2-135m-instruct"
 
 
 def _profile(max_seq_len: int, loss: str = "assistant-only") -> tuple[dict, str]:
-    from mashbill.curation.snapshots.tokens import tokenizer_sha256
+    from mashbill.validators.tokenizers.tokenizer import tokenizer_sha256
     from mashbill.curation.snapshots.training_template import training_template
     from mashbill.hashing import sha256_text
     from mashbill.validators.tokenizers.tokenizer import CHATML_GENERATION, load_tokenizer

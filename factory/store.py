@@ -413,15 +413,22 @@ class Store(StoreQueries):
             raise
 
     def record_validation(self, *, spec_hash: str | None, source: str, results: dict[str, Sequence[Verdict]],
-                          counts: dict, report: dict | None = None) -> str:
+                          counts: dict, report: dict | None = None, n_tokens: dict[str, int] | None = None,
+                          tokens_profile: str | None = None) -> str:
         """Store one validation pass: replace earlier 'validate' verdicts of these records, add the new
-        ones, and mark every record as validated (passed = no reject-severity verdict). One transaction."""
+        ones, and mark every record as validated (passed = no reject-severity verdict). One transaction.
+
+        `n_tokens`: each record's training example counted under `tokens_profile` (the span check's totals), kept
+        with the mark so that a freeze under the same tokenizer and template reads them (`plain_usable`)."""
         validation_id = _now().strftime("%Y%m%dT%H%M%S") + "-v" + uuid.uuid4().hex[:8]
         now = _now()
         ids = list(results)
+        n_tokens = n_tokens or {}
         with self.transaction() as con:
-            con.execute("INSERT INTO validation_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [validation_id, spec_hash, source, now, now, len(ids), _json(counts), _json(report)])
+            con.execute("INSERT INTO validation_runs (validation_id, spec_hash, source, started_at, finished_at, "
+                        "records, counts, report, tokens_profile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [validation_id, spec_hash, source, now, now, len(ids), _json(counts), _json(report),
+                         tokens_profile if n_tokens else None])
             if ids:
                 con.register("_ids", pa.table({"record_id": ids}))
                 con.execute("DELETE FROM verdicts WHERE stage = 'validate' AND record_id IN (SELECT record_id FROM _ids)")
@@ -436,9 +443,10 @@ class Store(StoreQueries):
                     "record_id": ids, "validation_id": [validation_id] * len(ids),
                     "validated_at": pa.array([now] * len(ids), pa.timestamp("us")),
                     "passed": [not any(v.severity == "reject" for v in results[rid]) for rid in ids],
+                    "n_tokens": pa.array([n_tokens.get(rid) for rid in ids], pa.int32()),
                 })
                 con.register("_marks", marks)
-                con.execute("INSERT INTO record_validations SELECT * FROM _marks")
+                con.execute("INSERT INTO record_validations BY NAME SELECT * FROM _marks")
                 con.unregister("_marks")
         return validation_id
 

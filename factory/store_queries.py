@@ -273,20 +273,21 @@ class StoreQueries:
     _MINIFY_MESSAGES = ("CASE WHEN json_structure({col}) = '[{{\"content\":\"VARCHAR\",\"role\":\"VARCHAR\"}}]' "
                         "AND NOT contains({col}, '\\u00') THEN json({col})::VARCHAR ELSE " + _MINIFY + " END")
 
-    def plain_usable(self, spec_hash: str, paths: Sequence[tuple[str, str, str]] = (), key_label: str | None = None
-                     ) -> tuple[pa.Table, list[str]]:
+    def plain_usable(self, spec_hash: str, paths: Sequence[tuple[str, str, str]] = (), key_label: str | None = None,
+                     tokens_profile: str | None = None) -> tuple[pa.Table, list[str]]:
         """The records of a spec hash that are usable without the rules' walk (`factory.usable.record_states`'s
         common case: accepted, the latest validation mark passed, no review row, no judge's reject; flags and
         penalties do not change usability) as one Arrow table in record id order, and the ids of every other record
         of the hash (for `record_states(ids=...)`).
 
-        Columns: record_id, run_id, validation_id; input and meta as stored (JSON text); output and messages as
+        Columns: record_id, run_id, validation_id, n_tokens; input and meta as stored (JSON text); output and messages as
         canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
         list<struct<role, content>>); output_type and output_len (the output's JSON type and array length); and
         per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the
         list of what it matched). With `key_label`, a `key` column (the sha256 hex of the canonical JSON array
         [key_label, messages, the output's canonical JSON as a string]) instead of `messages`: the long prompts are
-        hashed where they are, not copied out (issue 29)."""
+        hashed where they are, not copied out (issue 29). `n_tokens`: the training example's token count that the
+        record's latest validation kept, where that validation counted under `tokens_profile` (else NULL)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
             if not (name.isidentifier() and col in ("input", "output", "meta") and "'" not in path):
                 raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")
@@ -300,11 +301,16 @@ class StoreQueries:
         else:  # a canonical JSON text holds no control character: as a JSON string only \ and " are escaped
             output = f"replace(replace(coalesce({m.format(col='r.output')}, 'null'), '\\', '\\\\'), '\"', '\\\"')"
             messages = f"""sha256('["{key_label}",' || {messages} || ',"' || {output} || '"]') AS key"""
+        # the latest mark as one struct: arg_max skips a NULL argument, so a count left out by the latest
+        # validation would come from an earlier one
         plain = self.con.sql(
-            "WITH m AS (SELECT record_id, arg_max(passed, validated_at) AS passed, "
-            "arg_max(validation_id, validated_at) AS validation_id FROM record_validations "
-            "WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) GROUP BY record_id) "
-            f"SELECT r.record_id, r.run_id, m.validation_id, r.input, r.meta, "
+            "WITH l AS (SELECT record_id, arg_max({'p': passed, 'v': validation_id, 'n': n_tokens}, validated_at) "
+            "AS m FROM record_validations WHERE record_id IN (SELECT record_id FROM records WHERE spec_hash = ?) "
+            "GROUP BY record_id), "
+            "m AS (SELECT record_id, l.m.p AS passed, l.m.v AS validation_id, "
+            "CASE WHEN vr.tokens_profile = ? THEN l.m.n END AS n_tokens "
+            "FROM l LEFT JOIN validation_runs vr ON vr.validation_id = l.m.v) "
+            f"SELECT r.record_id, r.run_id, m.validation_id, m.n_tokens, r.input, r.meta, "
             f"{m.format(col='r.output')} AS output, {messages}, "
             """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]') AS prompt, """
             "json_type(r.output) AS output_type, json_array_length(r.output) AS output_len"
@@ -313,7 +319,7 @@ class StoreQueries:
             "AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.record_id = r.record_id AND v.stage = 'judge' "
             "AND v.severity = 'reject') "
             "AND NOT EXISTS (SELECT 1 FROM review_decisions d WHERE d.record_id = r.record_id) "
-            "ORDER BY r.record_id", params=[spec_hash, spec_hash]).to_arrow_table()
+            "ORDER BY r.record_id", params=[spec_hash, tokens_profile, spec_hash]).to_arrow_table()
         self.con.register("_q_plain", plain.select(["record_id"]))
         try:
             others = [r[0] for r in self.con.execute(

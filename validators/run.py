@@ -12,6 +12,7 @@ import json
 import logging
 import re
 import time
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,15 +140,25 @@ class SpanPass:
         self.fast_s = 0.0
         self.shapes: dict[bool, list[tuple]] = {False: [], True: []}  # train rows first, then eval rows
         self.kept: dict[bool, list] = {False: [], True: []}  # file mode: the examples themselves, for the audit
+        # each row's count (the largest of its examples'; -1: none, after a span error), in the order the rows came
+        # (train rows, then eval rows: the report's keys), 4 bytes a record; stored with its validation mark under
+        # `tokens_profile` so that a freeze under the same tokenizer and template reads it (issue 29)
+        self.counts: dict[bool, array] = {False: array("i"), True: array("i")}
+        self.tokens_profile: str | None = None
+        self.audit_clean = True  # finish(): the audit sample's fast counts agreed with the trainer's way
 
     def _engine(self, examples):
         from mashbill.validators.spans.spans import SpanEngine
-        from mashbill.validators.tokenizers.tokenizer import load_tokenizer, resolve_chat_template
+        from mashbill.hashing import sha256_text
+        from mashbill.validators.tokenizers.tokenizer import (load_tokenizer, resolve_chat_template, tokenizer_sha256,
+                                                              tokens_profile)
 
         prof = self.opts.profile
         if self.engine is None:
             self.loaded = load_tokenizer(prof.tokenizer, self.opts.base_dir)
             self.template = resolve_chat_template(self.loaded, prof.chat_template, self.opts.base_dir)
+            self.tokens_profile = tokens_profile(tokenizer_sha256(self.loaded),
+                                                 sha256_text(self.template) if self.template else None)
         if self.template is None and any(ex.conversational for ex in examples):
             raise ValidationInputError(f"tokenizer {prof.tokenizer} has no chat template and the data is "
                                        "conversational; pass --chat-template (chatml, a .jinja file or template text)")
@@ -161,6 +172,7 @@ class SpanPass:
         prof = self.opts.profile
         examples = [ex for r in rows for ex in r.examples]
         if prof is None or not examples:
+            self.counts[eval_rows].extend([-1] * len(rows))
             return
         engine = self._engine(examples)
         t0 = time.perf_counter()
@@ -187,6 +199,16 @@ class SpanPass:
             if outs:
                 r.meta["total_tokens"] = max(o.result.total for o in outs)
                 r.meta["margin"] = min(o.margin for o in outs)
+            ok = outs and all(o.result.error is None for o in outs)
+            self.counts[eval_rows].append(r.meta["total_tokens"] if ok else -1)
+
+    def counts_by_key(self, keys: list[str]) -> dict[str, int]:
+        """Each record's count by key (`keys`: the report's, train rows then eval rows, as the rows came)."""
+        counts = self.counts[False] + self.counts[True]
+        # a row that bypassed add(), or an audit that found the fast counts wrong: keep no count rather than a wrong one
+        if len(counts) != len(keys) or not self.audit_clean:
+            return {}
+        return {k: n for k, n in zip(keys, counts) if n >= 0}
 
     def finish(self, fetch: Callable[[list[int]], list] | None = None) -> None:
         """The audit of a stratified sample of every example seen, and the report's span section. ``fetch`` gives
@@ -205,7 +227,9 @@ class SpanPass:
             picked = [kept[i] for i in pick]
         else:
             picked = fetch(pick)
-        aud = add_audit_findings(self.report, audit_picked(engine, picked, engine.fast(picked)))
+        audited = audit_picked(engine, picked, engine.fast(picked))
+        self.audit_clean = not audited.get("findings")
+        aud = add_audit_findings(self.report, audited)
         audit_s = time.perf_counter() - t0
         self.report.warnings.extend(engine.warnings)
         n = self.examples
@@ -552,7 +576,8 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     _progress(opts, "dataset expectations")
     check_expectations(frame[False] + frame[True], rs.spec.kind, opts, report)
     if write and not store.read_only:
-        write_verdicts(store, report, spec_hash=rs.hash)
+        write_verdicts(store, report, spec_hash=rs.hash, n_tokens=spans.counts_by_key(report.keys) if spans else None,
+                       tokens_profile=spans.tokens_profile if spans else None)
     return report
 
 
@@ -563,15 +588,17 @@ def _example(rec):
     return TrainingExample(rec.id, tuple(rec.training_messages))
 
 
-def write_verdicts(store, report: Report, spec_hash: str | None = None, source: str = "store") -> str:
+def write_verdicts(store, report: Report, spec_hash: str | None = None, source: str = "store",
+                   n_tokens: dict[str, int] | None = None, tokens_profile: str | None = None) -> str:
     """Store this validation pass in one transaction: replace the records' earlier 'validate' verdicts, mark
     every record covered (snapshots only take validated records), and keep the summary, expectation results
-    included, in validation_runs. Returns the validation id."""
+    included, in validation_runs; with the records' token counts under `tokens_profile`. Returns the validation
+    id."""
     summary = report.to_dict()
     summary.pop("examples", None)
     results = {k: [v for v in report.verdicts.get(k, ()) if v.stage == STAGE] for k in report.keys}
     return store.record_validation(spec_hash=spec_hash, source=source, results=results, counts=report.counts(),
-                                   report=summary)
+                                   report=summary, n_tokens=n_tokens, tokens_profile=tokens_profile)
 
 
 def spec_options(rs, **overrides) -> Options:

@@ -77,10 +77,11 @@ def _rules_recheck(checker, rec: Record):
 
 
 def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | None = None, columnar: bool = False,
-                   paths: Sequence[tuple[str, str, str]] = (), key_label: str | None = None) -> Selection:
+                   paths: Sequence[tuple[str, str, str]] = (), key_label: str | None = None,
+                   tokens_profile: str | None = None) -> Selection:
     """The selection; with `columnar` (and review not required), the records the common case decides come back as
-    one Arrow table (`Selection.plain`, with the JSON `paths` and `key_label` of `Store.plain_usable`) instead of
-    Candidates."""
+    one Arrow table (`Selection.plain`, with the JSON `paths`, `key_label` and `tokens_profile` of
+    `Store.plain_usable`) instead of Candidates."""
     spec = rs.spec
     require_review = spec.curation.require_review if require_review is None else require_review
     validator = jsonschema.validators.validator_for(rs.output_schema)(rs.output_schema)
@@ -97,7 +98,7 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
 
     plain = None
     if columnar and not require_review:
-        plain, others = store.plain_usable(rs.hash, paths, key_label)
+        plain, others = store.plain_usable(rs.hash, paths, key_label, tokens_profile)
         states = store.usable(rs.hash, validator=validator, recheck_for=recheck_for, ids=others)
     else:
         states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)

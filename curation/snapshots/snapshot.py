@@ -31,6 +31,7 @@ from mashbill.curation.snapshots.snapshot_format import (CARD, FORMAT, MANIFEST,
                                                integrity_of, manifest_bytes, snapshot_id_of)
 from mashbill.curation.selection.split import SPLITS
 from mashbill.curation.snapshots.snapshot_write import write_snapshot
+from mashbill.curation.snapshots.tokens import known_tokens_profile
 from mashbill.factory.store import Store
 from mashbill.specs import ResolvedSpec, find_spec, load_spec
 
@@ -78,7 +79,7 @@ def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str
         raise SnapshotError(f"snapshot {name}@{version} already exists at {final}; snapshots are never modified: "
                             "freeze under a new version")
     with Store.open(store_path, read_only=True) as store:
-        built = build(store, rs)
+        built = build(store, rs, known_tokens_profile(rs) if tokens else None)
         from mashbill.curation.preference.judging import judge_export
 
         built.judge = judge_export(store, rs, built.examples.column("record_id").to_pylist())

@@ -31,6 +31,7 @@ EXAMPLES = pa.schema([
     ("rejected_codes", pa.list_(pa.string())), ("turns", pa.list_(MESSAGE)),
     ("links", pa.list_(pa.string())),  # other keys this example must share a split with
     ("inputs", pa.string()),  # the record's input as JSON text (decoded for curation.group_by), not written
+    ("n_tokens", pa.int32()),  # the count validation kept under the freeze's tokenizer and template, else NULL
 ])
 
 # the JSON paths the plain path reads (names are Store.plain_usable column names)
@@ -60,7 +61,8 @@ def from_examples(examples: Sequence) -> pa.Table:
             "class_labels": [e.class_labels for e in examples], "prompt": [e.prompt for e in examples],
             "completion": [e.completion for e in examples], "rejected": [e.rejected for e in examples],
             "rejected_codes": [e.rejected_codes for e in examples], "turns": [e.turns for e in examples],
-            "links": [e.group_links for e in examples], "inputs": [canonical_json(e.inputs) for e in examples]}
+            "links": [e.group_links for e in examples], "inputs": [canonical_json(e.inputs) for e in examples],
+            "n_tokens": [None] * len(examples)}
     return pa.table({f.name: pa.array(cols[f.name], f.type) for f in EXAMPLES}, schema=EXAMPLES)
 
 
@@ -124,6 +126,8 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inpu
         "rejected_codes": pa.array([[]] * n, pa.list_(pa.string())), "turns": pa.nulls(n, pa.list_(MESSAGE)),
         "links": pa.array([[]] * n, pa.list_(pa.string())),
         "inputs": plain.column("input") if inputs else none,  # the stored JSON text
+        "n_tokens": plain.column("n_tokens").cast(pa.int32()) if "n_tokens" in plain.schema.names
+        else pa.nulls(n, pa.int32()),
     }, schema=EXAMPLES)
 
 

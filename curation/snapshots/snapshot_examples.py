@@ -101,11 +101,14 @@ class Built:
     judge: dict | None = None  # judge scores of the selected records (curation.preference.judging.judge_export)
 
 
-def build(store: Store, rs: ResolvedSpec) -> Built:
+def build(store: Store, rs: ResolvedSpec, tokens_profile: str | None = None) -> Built:
+    """The examples of a snapshot of `rs`; a plain record's `n_tokens` is the count its validation kept under
+    `tokens_profile` (the freeze's tokenizer and template), else left to the writer to count."""
     spec = rs.spec
     dims = dims_for(spec.kind, spec.curation.quotas.dims)
     if spec.kind != "preference":
-        sel = select_records(store, rs, columnar=True, paths=paths_for(spec.kind, dims), key_label="sft")
+        sel = select_records(store, rs, columnar=True, paths=paths_for(spec.kind, dims), key_label="sft",
+                             tokens_profile=tokens_profile)
         table = sft_table(sft_examples(sel, dims), sel.plain, spec.kind, dims, spec.ref,
                           inputs=bool(spec.curation.group_by))
         return Built(table, sel.excluded, sel.verdict_counts, sel.review, sel.run_ids, sel.validation_ids,

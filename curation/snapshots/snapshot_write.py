@@ -147,7 +147,15 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
     if tokens:
         from mashbill.curation.snapshots.tokens import token_lengths
 
-        lengths = token_lengths(profile, rs.home, Conversations(t, sp.rows))
+        # the counts validation kept under this tokenizer and template; only the rest are rendered and counted
+        known = t.column("n_tokens").take(pa.array(sp.rows, pa.int64())).to_pylist() if sp.rows else []
+        todo = [i for i, n in enumerate(known) if n is None]
+        counted = token_lengths(profile, rs.home, Conversations(t, [sp.rows[i] for i in todo])) if todo else []
+        lengths = None
+        if counted is not None:
+            lengths = known
+            for i, n in zip(todo, counted):
+                lengths[i] = n
         if lengths is not None:
             last = {sp.keys[i]: n for i, n in zip(sp.rows, lengths)}  # rows sharing a key share one count
             n_tokens = [last.get(k) for k in sp.keys]

@@ -34,11 +34,6 @@ def _load(profile: TrainerProfile, base_dir: Path | None):
     return loaded, template, None
 
 
-def tokenizer_sha256(loaded) -> str:
-    """A hash of what the tokenizer does (its serialized Rust tokenizer), whatever file it was loaded from."""
-    return sha256_text(loaded.backend.to_str())
-
-
 def _facts_key(profile: TrainerProfile, base_dir: Path | None) -> str | None:
     """What training facts depend on: the profile, the tokenizer's files (path, size, mtime), a chat template
     file's, and the versions of the libraries that build and render them. None when that cannot be told."""
@@ -101,6 +96,7 @@ def training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict
 
 def _training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dict, str | None]:
     from mashbill.curation.snapshots.training_template import TRAINING_TEMPLATE, training_template
+    from mashbill.validators.tokenizers.tokenizer import tokenizer_sha256
 
     facts = profile.model_dump(mode="json")
     loaded, template, why = _load(profile, base_dir)
@@ -117,6 +113,15 @@ def _training_facts(profile: TrainerProfile, base_dir: Path | None) -> tuple[dic
     if why:
         facts["chat_template_note"] = why
     return facts, train_tmpl
+
+
+def known_tokens_profile(rs) -> str | None:
+    """The tokens profile (tokenizer.tokens_profile) of the spec's trainer profile: validation's counts made under
+    it are the counts this freeze would make. None where the tokenizer or template cannot be loaded."""
+    from mashbill.validators.tokenizers.tokenizer import tokens_profile
+
+    facts, _ = training_facts(rs.spec.trainer_profile, rs.home)
+    return tokens_profile(facts.get("tokenizer_sha256"), facts.get("chat_template_sha256"))
 
 
 # Texts counted at a time: 44,000 plan prompts tokenized at once held 3.9 GB (bench/RESULTS.md, "The scale rehearsal

@@ -32,6 +32,34 @@ def checkout(rev: str, dest: Path) -> Path:
     return pkg
 
 
+# what undoes each store migration whose only change is added columns, so that an earlier revision opens the store
+UNDO = {9: ("ALTER TABLE validation_runs DROP COLUMN tokens_profile",
+            "DROP INDEX record_validations_record",  # DuckDB drops no column of a table an index depends on
+            "ALTER TABLE record_validations DROP COLUMN n_tokens",
+            "CREATE INDEX record_validations_record ON record_validations (record_id)")}
+
+
+def store_for_revision(store: Path, pkg: Path, dest: Path) -> Path:
+    """A copy of a store folder at dest with the migrations the revision at pkg lacks undone (UNDO), so that it
+    opens the store (a store of a newer schema it refuses)."""
+    import duckdb
+
+    from mashbill.factory.store import DB_NAME
+
+    known = max(int(f.name.split("_", 1)[0]) for f in (pkg / "mashbill" / "factory" / "migrations").glob("*.sql"))
+    shutil.copytree(store, dest)
+    con = duckdb.connect(str(dest / DB_NAME))
+    try:
+        for version in sorted((v for (v,) in con.execute("SELECT version FROM schema_migrations").fetchall()
+                               if v > known), reverse=True):
+            for statement in UNDO[version]:  # a KeyError: a migration this helper cannot undo yet
+                con.execute(statement)
+            con.execute("DELETE FROM schema_migrations WHERE version = ?", [version])
+    finally:
+        con.close()
+    return dest
+
+
 def same_snapshot(a: Path, b: Path) -> list[str]:
     """What differs between two snapshot folders, beyond the manifest's frozen_at, integrity and store path."""
     fa = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mashbill.hashing import sha256_text
 from mashbill.validators.errors import TokenizerLoadError, ValidationInputError
 
 # A ChatML template whose assistant turns are wrapped in generation markers, so assistant-only loss can
@@ -172,6 +173,20 @@ class LoadedTokenizer:
 
     def has_chat_template(self) -> bool:
         return bool(self.tok.chat_template)
+
+
+def tokenizer_sha256(loaded: LoadedTokenizer) -> str:
+    """A hash of what the tokenizer does (its serialized Rust tokenizer), whatever file it was loaded from."""
+    return sha256_text(loaded.backend.to_str())
+
+
+def tokens_profile(tokenizer_sha: str | None, chat_template_sha: str | None) -> str | None:
+    """What a token count of a rendered conversation depends on (the tokenizer and the chat template), as one hash:
+    validation stores it beside the counts it keeps and a freeze reads only counts made under its own. None
+    without a template (a conversation is then not rendered the trainer's way)."""
+    if not tokenizer_sha or not chat_template_sha:
+        return None
+    return sha256_text(f"tokens:{tokenizer_sha}:{chat_template_sha}")
 
 
 def load_tokenizer(ref: str, base_dir: Path | None = None) -> LoadedTokenizer:

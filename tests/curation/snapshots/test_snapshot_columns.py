@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ from mashbill.factory.store import Store
 from mashbill.hashing import canonical_json
 from mashbill.specs import load_spec
 from tests.curation.conftest import SEEDS, add_records
-from tests.curation.revision import checkout, has_revision, same_snapshot
+from tests.curation.revision import checkout, has_revision, same_snapshot, store_for_revision
 from tests.curation.selection.test_select import decide
 
 BEFORE = "479ded1"  # the last commit with the row-by-row freeze
@@ -77,17 +78,19 @@ def stores(lib, tmp_path):
     return cases
 
 
-def _card_names_the_module_where_it_lives_now(snap) -> None:
-    """The one intended difference since the revision: the card's usage example imports `load_snapshot` from its
-    sub-package (issue 25 moved the module). Rewritten in the revision's card, with the card's hash in its
-    manifest, so that every other byte is still compared. (Spelled in pieces: a module rename must not rewrite it.)"""
+def _card_names_the_module_where_it_lives_now(snap, old_store: Path, store: Path) -> None:
+    """The intended differences since the revision: the card's usage example imports `load_snapshot` from its
+    sub-package (issue 25 moved the module), and the revision froze a copy of the store (`store_for_revision`), whose
+    path the card names. Rewritten in the revision's card, with the card's hash in its manifest, so that every other
+    byte is still compared. (Spelled in pieces: a module rename must not rewrite it.)"""
     from mashbill.hashing import sha256_file
 
     card = snap / "README.md"
     was, now = "mashbill.curation" + ".pull import", "mashbill.curation" + ".snapshots.pull import"
     text = card.read_text(encoding="utf-8")
     assert text.count(was) == 1, "the revision's card no longer imports load_snapshot as expected"
-    card.write_text(text.replace(was, now), encoding="utf-8")
+    assert text.count(str(old_store)) == 2, "the revision's card no longer names its store twice"
+    card.write_text(text.replace(was, now).replace(str(old_store), str(store)), encoding="utf-8")
     manifest = json.loads((snap / "manifest.json").read_text(encoding="utf-8"))
     manifest["files"]["README.md"] = sha256_file(card)
     (snap / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
@@ -96,8 +99,8 @@ def _card_names_the_module_where_it_lives_now(snap) -> None:
 @pytest.mark.skipif(not has_revision(BEFORE), reason=f"this clone lacks {BEFORE} (shallow)")
 def test_the_columnar_freeze_writes_the_bytes_the_row_freeze_wrote(stores, tmp_path):
     pkg = checkout(BEFORE, tmp_path / "rev")
-    jobs = [(str(spec), str(store), str(tmp_path / f"old-{i}"), tokens)
-            for i, (spec, store, tokens) in enumerate(stores)]
+    jobs = [(str(spec), str(store_for_revision(store, pkg, tmp_path / f"store-{i}")), str(tmp_path / f"old-{i}"),
+             tokens) for i, (spec, store, tokens) in enumerate(stores)]
     env = {**os.environ, "PYTHONPATH": str(pkg)}
     proc = subprocess.run([sys.executable, "-c", OLD, str(pkg), json.dumps(jobs)], env=env, capture_output=True,
                           cwd=tmp_path, text=True, timeout=600)  # not the checkout: `-c` puts the cwd first
@@ -105,7 +108,7 @@ def test_the_columnar_freeze_writes_the_bytes_the_row_freeze_wrote(stores, tmp_p
     for i, (spec, store, tokens) in enumerate(stores):
         new = freeze(spec, store_path=store, name="snap", version="1", out_dir=tmp_path / f"new-{i}", tokens=tokens)
         old = tmp_path / f"old-{i}" / "snap@1"
-        _card_names_the_module_where_it_lives_now(old)
+        _card_names_the_module_where_it_lives_now(old, Path(jobs[i][1]), store)
         assert verify(new.path)["snapshot_id"] == json.loads((old / "manifest.json").read_text())["snapshot_id"], i
         assert same_snapshot(old, new.path) == [], i
     counts = [json.loads((tmp_path / f"new-{i}" / "snap@1" / "manifest.json").read_text()) for i in range(4)]
