@@ -138,6 +138,10 @@ def sft_table(objects: Sequence, plain: pa.Table | None, kind: str, dims: list[s
     parts = [from_examples(objects)]
     if plain is not None and plain.num_rows:
         parts.append(plain_table(plain, kind, dims, spec_ref, inputs))
+    if len(parts) > 1 and not parts[0].num_rows:
+        # one chunk, not an empty one beside it: a take on a chunked column first concatenates its chunks, a copy
+        # of every prompt (the freeze's peak, issue 29)
+        parts = parts[1:]
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     if len(parts) > 1 and parts[0].num_rows:
         table = table.take(pc.sort_indices(table, [("record_id", "ascending")]))

@@ -91,6 +91,8 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None):
     group = pa.array(sp.res.roots, pa.string())
     tokens = pa.array(n_tokens, pa.int32()) if n_tokens is not None else pa.nulls(t.num_rows, pa.int32())
     narrow = t.select(["cell", "row_kind", "key"])
+    wide = [f.name for f in SCHEMA if f.name in t.schema.names and f.name != "n_tokens"]
+    wide += ["key"] if "key" not in wide else []
     for j, split in enumerate(SPLITS):
         pos = np.nonzero(side == j)[0]
         counts = n_copies[pos]
@@ -102,8 +104,8 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None):
                                         ("copy", "ascending")]).to_numpy()
         pos, copy = pos[order], copy[order]
         take = pa.array(rows[pos], pa.int64())
-        sub = t.take(take)
-        cols = {f.name: sub.column(f.name) for f in SCHEMA if f.name in t.schema.names}
+        sub = t.select(wide).take(take)  # only the columns written
+        cols = {name: sub.column(name) for name in wide}
         cols["example_id"] = sub.column("key")
         cols["group"] = group.take(pa.array(pos, pa.int64()))
         cols["copy"] = pa.array(copy.astype(np.int32), pa.int32())
