@@ -52,7 +52,7 @@ _TABLE = [
     ("HR009", "reject", "rules", "a precision tool call on a query that asks for no computation, with no argument from the query", "tool-unfounded"),
     ("FIT001", "reject", "rules", "an unmistakable creative-writing request has no creative_writer task (when shown; @8: research only when not)", "creative-fit"),
     ("FIT002", "reject", "rules", "an unmistakable translation request has no translation task (when shown)", "translation-fit"),
-    ("FIT003", "reject", "rules", "a question about an earlier turn of the conversation has no memory_recall task (when shown)", "memory-fit"),
+    ("FIT003", "reject", "rules", "a question about an earlier turn of the conversation has no memory_recall task (when shown), or no task that can answer it", "memory-fit"),
     ("FIT004", "reject", "rules", "a request that plainly needs a shown category (medical_consult ...) has no task of it", "category-fit"),
     ("ARG001", "reject", "rules", "a precision tool's argument has a number neither in the query nor from a task", "arg-numbers"),
     ("ARG002", "reject", "rules", "the expression does not compute what the query states (an operation was lost)", "arg-operation"),

@@ -367,15 +367,16 @@ def niche_dynamic(ctx: RuleContext) -> list[str]:
 
 
 def _fit(ctx: RuleContext, term: str | None, cat: str, what: str, no_search: bool = False,
-         served: tuple[str, ...] = ()) -> list[str]:
+         served: tuple[str, ...] = (), cannot_answer: tuple[str, ...] = ()) -> list[str]:
     """A request of one kind (its trigger words `term`) needs a task of category `cat` when `cat` was shown. With
     `no_search`, where `cat` was not shown, the plan still needs a task that can answer (not only research and
-    precision tools): a web search neither translates a text nor recalls this conversation."""
+    precision tools, nor the `cannot_answer` categories): a web search neither translates a text nor recalls this
+    conversation."""
     # without the taxonomy shown for the record the rule cannot know the name to expect (the checker reports the skip)
     if not term or ctx.shown.names is None or ctx.plan.with_category(cat, *served):
         return []
     if not ctx.shown.shows(cat):
-        lookup = {ctx.cats.research, ctx.cats.precision}
+        lookup = {ctx.cats.research, ctx.cats.precision, *cannot_answer}
         if no_search and ctx.plan.tasks and all(t.canonical in lookup for t in ctx.plan.tasks):
             return [f"{what} ('{term}') is planned as {' and '.join(sorted({t.canonical for t in ctx.plan.tasks}))} "
                     f"only ({cat} was not shown: a general task answers it)"]
@@ -398,7 +399,10 @@ def translation_fit(ctx: RuleContext) -> list[str]:
 
 @rule("memory-fit")
 def memory_fit(ctx: RuleContext) -> list[str]:
-    return _fit(ctx, ctx.triggers.recall, ctx.cats.memory, "a question about an earlier turn", no_search=True)
+    req = ctx.rs.recall_request
+    creative = (ctx.cats.creative,) if req and req.creative_cannot_recall and not ctx.triggers.creative else ()
+    return _fit(ctx, ctx.triggers.recall, ctx.cats.memory, "a question about an earlier turn", no_search=True,
+                cannot_answer=creative)
 
 
 @rule("category-fit")

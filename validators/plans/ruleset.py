@@ -119,6 +119,9 @@ class RecallRequest(Strict):
     """A question about an earlier turn of the conversation (memory-fit, FIT003). The phrases are the complexity rule
     set's `recall` cues, read from that file (a path relative to this one), so one list serves both rule sets."""
     cues: str
+    # (@8) where memory_recall is not shown, a creative_writer task cannot answer either (it would invent what was
+    # said), unless the request is also a creative one ("write a poem about what I told you")
+    creative_cannot_recall: bool = False
 
 
 class SearchQuery(Strict):

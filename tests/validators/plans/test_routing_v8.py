@@ -1,7 +1,9 @@
-"""moe-routing@8 (issue 27): the quick start's wrong plan @7 accepted, a German bedtime story planned as one research
-task that copies the request with "Leuchtrufflemär" for "Leuchtturmwärter" (creative_writer not shown). Two classes,
-each caught alone: a garbled copy of the request (COPY003) and a creative request planned as research only where the
-creative category is not shown (FIT001). The fixture files hold the EN/DE cases; these tests compare the versions."""
+"""moe-routing@8 (issue 27): two wrong plans that quick starts accepted under @7. A German bedtime story planned as
+one research task that copies the request with "Leuchtrufflemär" for "Leuchtturmwärter" (creative_writer not shown):
+two classes, each caught alone, a garbled copy of the request (COPY003) and a creative request planned as research
+only where the creative category is not shown (FIT001). And "What did I say earlier about the port of the staging
+server?" planned as creative_writer (memory_recall not shown): a creative writer invents what was said (FIT003). The
+fixture files hold the EN/DE cases; these tests compare the versions."""
 
 from __future__ import annotations
 
@@ -46,6 +48,16 @@ def test_the_quick_starts_plan_passes_at_7_and_is_refused_twice_at_8(v7, v8, cat
     assert sorted(v.code for v in got) == ["COPY003", "FIT001"]
     copy = next(v for v in got if v.code == "COPY003")
     assert "'Leuchtrufflemär' for 'Leuchtturmwärter'" in copy.detail and "task 1 (t1)" in copy.detail
+
+
+def test_a_recall_question_planned_as_creative_writing_passes_at_7_and_is_fit003_at_8(v7, v8, catalog):
+    query = "What did I say earlier about the port of the staging server?"
+    shown = Shown(frozenset(["general", "creative_writer", "research", "precision_tools", "dynamic"]))
+    plan = [{"id": "t1", "category": "creative_writer", "task": query}]
+    assert _rejects(v7, plan, catalog, shown, query) == []
+    assert [v.code for v in _rejects(v8, plan, catalog, shown, query)] == ["FIT003"]
+    general = [{"id": "t1", "category": "general", "task": query}]
+    assert _rejects(v8, general, catalog, shown, query) == []
 
 
 def test_each_class_alone(v8, catalog):
