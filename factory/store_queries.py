@@ -280,8 +280,8 @@ class StoreQueries:
         penalties do not change usability) as one Arrow table in record id order, and the ids of every other record
         of the hash (for `record_states(ids=...)`).
 
-        Columns: record_id, run_id, validation_id, n_tokens; input and meta as stored (JSON text); output and messages as
-        canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
+        Columns: record_id, run_id, validation_id, n_tokens; input and meta as stored (JSON text); output and
+        messages as canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
         list<struct<role, content>>); output_type and output_len (the output's JSON type and array length); and
         per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the
         list of what it matched). With `key_label`, a `key` column (the sha256 hex of the canonical JSON array

@@ -210,10 +210,10 @@ def _batches(path: Path, size: int = 2048):
 
 def _check_profile(pf: Preflight, base_dir: Path) -> None:
     from mashbill.curation.snapshots.pull import training_template_of
-    from mashbill.validators.tokenizers.tokenizer import tokenizer_sha256
     from mashbill.curation.snapshots.training_template import training_template
     from mashbill.hashing import sha256_text
-    from mashbill.validators.tokenizers.tokenizer import has_generation_markers, resolve_chat_template
+    from mashbill.validators.tokenizers.tokenizer import (has_generation_markers, resolve_chat_template,
+                                                          tokenizer_sha256)
 
     cfg, mp, name = pf.config, pf.profile, pf.config.name
     loaded, tok_ref = _tokenizer_of(cfg, mp, base_dir)

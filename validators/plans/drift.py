@@ -19,7 +19,9 @@ import json
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
+from os.path import commonprefix
 
 from mashbill.validators.plans.expr import PLACEHOLDER
 
@@ -340,6 +342,14 @@ def echoed(query: str, task, lines: tuple[InstructionLine, ...], share: float, m
 # ---------------------------------------------------------------- no garbled copy
 
 
+@lru_cache(maxsize=1 << 12)
+def _query_letters(query: str) -> tuple[list[str], list[str], frozenset[str]]:
+    """The query's words as written, case-folded, and as a set (memoised: every task of a plan reads them)."""
+    words = _LETTERS.findall(query)
+    folded = [w.casefold() for w in words]
+    return words, folded, frozenset(folded)
+
+
 def garbled(query: str, text: str, min_letters: int = 8, copy_share: float = 0.6, prefix_share: float = 0.7,
             typo_ratio: float = 0.8) -> tuple[str, str] | None:
     """(the word written, the query's word it stands for) where a task text copies the request but writes one of
@@ -351,19 +361,20 @@ def garbled(query: str, text: str, min_letters: int = 8, copy_share: float = 0.6
     begin alike (3 letters or more) but share no more than ``prefix_share`` of the shorter word, meet by neither
     root nor prefix (``root``, ``_meet``: an inflection or a compound's part), and are not a spelling fix of each
     other (difflib ratio below ``typo_ratio``)."""
-    from difflib import SequenceMatcher
-    from os.path import commonprefix
-
-    task_words = [w.casefold() for w in _LETTERS.findall(text)]
-    if len(task_words) < 3:
-        return None
     original = _LETTERS.findall(text)
-    query_words = [w.casefold() for w in _LETTERS.findall(query)]
+    if len(original) < 3:
+        return None
+    query_original, query_words, held = _query_letters(query)
+    task_words = [w.casefold() for w in original]
+    # one pass before any alignment (the common case ends here): a long word the query lacks, and enough of the
+    # query's words to be a copy in whatever order (the alignment counts no more)
+    if not any(len(w) >= min_letters for w in set(task_words).difference(held)):
+        return None
+    if sum(map(held.__contains__, task_words)) < copy_share * len(task_words):
+        return None
     align = SequenceMatcher(None, query_words, task_words, autojunk=False)
     if sum(b.size for b in align.get_matching_blocks()) < copy_share * len(task_words):
         return None
-    held = set(query_words)
-    query_original = _LETTERS.findall(query)
     for op, i1, i2, j1, j2 in align.get_opcodes():
         if op != "replace":
             continue
