@@ -4,6 +4,9 @@ and check, and stay opt-in (docs/yield.md, "The quick start")."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from mashbill.cli.make.quickstart import QUICKSTART_SPECS, QUICKSTART_VERSIONS, quickstart_spec
 from mashbill.factory.generate.repair import check_repair
 from mashbill.specs import find_spec, load_spec
@@ -20,6 +23,12 @@ def test_the_quick_start_runs_its_pinned_single_shot_versions():
         assert "repair" not in used.spec.curation.preference.sources
         if used.spec.rules and used.spec.kind in ("plan", "preference"):  # the newest routing rule set
             assert used.file_paths["rules"].name == DEFAULT_RULES.name
+
+
+def test_the_readmes_chain_names_the_spec_versions_the_quick_start_runs():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    named = dict(re.findall(r"on snapshot (quickstart-[a-z]+)@1 \(spec @(\d+)\)", readme))
+    assert named == {name: str(version) for name, version in QUICKSTART_VERSIONS.items()}
 
 
 def test_the_opt_in_yield_versions_are_there_and_check():

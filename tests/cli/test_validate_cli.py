@@ -166,3 +166,10 @@ def test_spec_mode_reads_mashbill_store_and_prints_json(cli_store, tmp_path):
     assert res.exit_code == (1 if report["rejected_records"] else 0), res.output
     nowhere = invoke("validate", cli_store.spec, "--no-spans", env={"MASHBILL_STORE": str(tmp_path / "none")})
     assert nowhere.exit_code == 2 and str(tmp_path / "none") in nowhere.stderr, nowhere.output
+
+
+def test_the_help_names_the_default_rule_set():
+    from mashbill.validators.plans.ruleset import DEFAULT_RULES
+
+    res = CliRunner().invoke(main, ["validate", "--help"], terminal_width=200)
+    assert res.exit_code == 0 and f"else {DEFAULT_RULES.stem})" in " ".join(res.output.split())

@@ -288,7 +288,12 @@ def test_record_batches_read_what_records_reads_in_the_same_order(tmp_path):
 
 def test_the_store_takes_a_memory_limit_from_the_environment(tmp_path, monkeypatch):
     """MASHBILL_STORE_MEMORY caps DuckDB's memory for a store connection (DuckDB's default is 80% of RAM: a
-    million-record merge held 5.5 GB); a value that is not a size is one clear error naming the variable."""
+    million-record merge held 5.5 GB); unset, the store keeps DuckDB's own default (what `mashbill --help` says);
+    a value that is not a size is one clear error naming the variable."""
+    monkeypatch.delenv("MASHBILL_STORE_MEMORY", raising=False)
+    default = duckdb.connect().execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    with Store.open(tmp_path / "s") as store:
+        assert store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == default
     monkeypatch.setenv("MASHBILL_STORE_MEMORY", "512MB")
     with Store.open(tmp_path / "s") as store:
         assert store.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] == "488.2 MiB"
