@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from mashbill.memory import return_freed_memory
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -48,33 +50,6 @@ def place(env: dict | None = None, threads: int | None = None, *, return_memory:
     if return_memory:
         return_freed_memory()
     return Placement("cpu", local_rank, world, "cpu")
-
-
-# glibc's mallopt parameter (malloc.h); the value is the size from which an allocation gets its own mapping
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 64 * 1024
-
-
-def return_freed_memory() -> bool:
-    """Pin glibc's mmap threshold so that every tensor of 64 KiB or more gets its own mapping, returned to the
-    system when freed. Left dynamic, glibc raises the threshold after each large free and serves the next large
-    tensors from its heap, which it keeps: the quick-start DPO probe peaked at 9.3 GB that way and at 5.9 GB with
-    the threshold pinned (bench/RESULTS.md, issue 26). It costs CPU: each such allocation is a fresh mapping
-    (about 10% on 2,000-token LoRA steps, 20-50% on loops of 1 MB tensors), so only the causal-LM trainers ask
-    for it, and it lasts for the process. False where the C library is not glibc."""
-    import ctypes
-    import ctypes.util
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
 
 
 def device_facts(placement: Placement) -> dict:

@@ -28,6 +28,7 @@ from mashbill.curation.snapshots.snapshot_split import split_and_balance
 from mashbill.factory.stats import percentiles
 from mashbill.files import fsync_dir, fsync_tree
 from mashbill.hashing import sha256_file
+from mashbill.memory import trim_freed_memory
 from mashbill.specs import ResolvedSpec
 
 def copy_specs(specs: list[tuple[str, ResolvedSpec]], dest: Path) -> list[dict]:
@@ -143,6 +144,7 @@ class Conversations:
 def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], store_path: Path, root: Path,
            final: Path, name: str, version: str, tokens: bool, reuse: Path | None = None) -> FreezeResult:
     sp = split_and_balance(built, rs)
+    trim_freed_memory()  # the grouping's small objects, before the Arrow pool takes the splits' columns
     t = built.examples
     profile = rs.spec.trainer_profile
     n_tokens: list | None = None
