@@ -30,6 +30,7 @@ from mashbill.errors import StoreError
 
 DB_NAME = "mashbill.duckdb"
 EXPORT_TMP_PREFIX = ".records.parquet.tmp-"
+EXPORT_PART_ROWS = 50_000  # records a Parquet export sorts at a time (export_parquet)
 
 
 def _now() -> datetime:
@@ -502,7 +503,12 @@ class Store(StoreQueries):
     # ------------------------------------------------------------ parquet
 
     def export_parquet(self, spec_name: str, spec_version: int, spec_hash: str) -> Path:
-        """Write this spec's records to Parquet atomically (temp file, then rename)."""
+        """Write this spec's records to Parquet atomically (temp file, then rename), in record id order.
+
+        One sort of every whole record needs DuckDB memory for all of them at once: under MASHBILL_STORE_MEMORY=1GB
+        the 1M rehearsal's merge failed there (issue 29). So the ids alone are sorted, the records are written in
+        parts of at most EXPORT_PART_ROWS consecutive ids (each sorted on its own), and the parts are read back in
+        order into the one file."""
         out_dir = self.root / "parquet" / f"{spec_name}@{spec_version}"
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -510,10 +516,28 @@ class Store(StoreQueries):
             raise StoreError(f"cannot create {out_dir}: {exc.strerror}") from None
         final = out_dir / "records.parquet"
         tmp = out_dir / f"{EXPORT_TMP_PREFIX}{os.getpid()}"
+        parts: list[Path] = []
+        to = "(FORMAT parquet, COMPRESSION zstd)"
         try:
-            self.con.execute(
-                f"COPY (SELECT * FROM records WHERE spec_hash = ? ORDER BY record_id) TO '{tmp.as_posix()}' "
-                "(FORMAT parquet, COMPRESSION zstd)", [spec_hash])
+            # the first id of each part (DuckDB sorts the narrow id column within the memory limit)
+            starts = [r for (r,) in self.con.execute(
+                "SELECT record_id FROM (SELECT record_id, row_number() OVER (ORDER BY record_id) - 1 AS i "
+                "FROM records WHERE spec_hash = ?) WHERE i % ? = 0 ORDER BY record_id",
+                [spec_hash, EXPORT_PART_ROWS]).fetchall()]
+            if len(starts) <= 1:
+                self.con.execute(f"COPY (SELECT * FROM records WHERE spec_hash = ? ORDER BY record_id) "
+                                 f"TO '{tmp.as_posix()}' {to}", [spec_hash])
+            else:
+                for k, start in enumerate(starts):
+                    part = tmp.with_name(f"{tmp.name}.part-{k:05d}")
+                    parts.append(part)
+                    end = starts[k + 1] if k + 1 < len(starts) else None
+                    self.con.execute(
+                        "COPY (SELECT * FROM records WHERE spec_hash = ? AND record_id >= ?"
+                        + (" AND record_id < ?" if end is not None else "")
+                        + f" ORDER BY record_id) TO '{part.as_posix()}' {to}",
+                        [spec_hash, start] + ([end] if end is not None else []))
+                _concat_parquet(parts, tmp)
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
             tmp.replace(final)
@@ -522,6 +546,9 @@ class Store(StoreQueries):
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
             raise StoreError(f"cannot write the Parquet export {final}: {why}; the records are safe in "
                              f"{self.root / DB_NAME}, and the next completed run exports them") from None
+        finally:
+            for part in parts:
+                part.unlink(missing_ok=True)
         return final
 
     def verdict_examples(self, per_code: int = 3) -> dict[str, dict]:
@@ -563,6 +590,19 @@ def reap_dead_runs(store: Store) -> list[str]:
                 "reason": f"process {pid} on {host} ended without finishing the run (killed or crashed)",
                 "figures": "committed batches only: teacher calls of the batch in progress were lost"})])
     return [r[0] for r in dead]
+
+
+def _concat_parquet(parts: list[Path], dest: Path) -> None:
+    """The rows of Parquet files one after the other in one file, a row group at a time, with the first file's
+    schema (DuckDB's own read_parquet would drop its NOT NULL columns)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(parts[0])
+    with pq.ParquetWriter(dest, schema, compression="zstd", compression_level=3) as writer:  # DuckDB's level
+        for part in parts:
+            f = pq.ParquetFile(part)
+            for i in range(f.num_row_groups):
+                writer.write_table(f.read_row_group(i))
 
 
 def remove_stale_exports(root: Path) -> None:
