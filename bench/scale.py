@@ -20,7 +20,7 @@ same requests in flight (--parallel x --concurrency); its rows/s stands beside o
 over the same seeds (no shards, no kills), each against a fresh server.
 
 Last line: records= gen_rows_per_s= curator_rows_per_s= merge_s= validate_rows_per_s_per_core= freeze_rows_per_s=
-preflight_s= peak_rss_mb= bytes_per_record= worst_stage=
+preflight_s= peak_rss_mb= bytes_per_record= worst_stage= store_memory=
 """
 
 from __future__ import annotations
@@ -141,7 +141,12 @@ def main() -> int:
     ap.add_argument("--curator-records", type=int, default=20_000, help="records Curator generates (0: skip)")
     ap.add_argument("--dir", help="work folder (default: a temporary one, removed at the end)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (its stores, specs and logs) and say where")
+    ap.add_argument("--store-memory", metavar="SIZE",
+                    help="MASHBILL_STORE_MEMORY for every stage (e.g. 1GB: DuckDB's memory limit for a store "
+                         "connection; default: as set, else DuckDB's 80%% of RAM)")
     args = ap.parse_args()
+    if args.store_memory:
+        os.environ["MASHBILL_STORE_MEMORY"] = args.store_memory  # every stage's process inherits it
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.records]
     with contextlib.ExitStack() as stack:
         if args.keep:
@@ -175,7 +180,8 @@ def main() -> int:
           f"freeze_rows_per_s={f'{frz.rows_per_s:.0f}' if frz else 'n/a'} "
           f"preflight_s={f'{pre.wall_s:.1f}' if pre else 'n/a'} "
           f"peak_rss_mb={max(s.peak_rss_mb for s in res['stages']):.0f} "
-          f"bytes_per_record={merged_bytes / n:.0f} worst_stage={worst}")
+          f"bytes_per_record={merged_bytes / n:.0f} worst_stage={worst} "
+          f"store_memory={os.environ.get('MASHBILL_STORE_MEMORY') or 'duckdb-default'}")
     return 0 if res["bad"] == 0 else 1
 
 
