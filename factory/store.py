@@ -476,14 +476,20 @@ class Store(StoreQueries):
         after = None
         while True:
             cond = where + (["record_id > ?"] if after is not None else [])
-            rows = self.con.execute(_RECORD_SELECT + (" WHERE " + " AND ".join(cond) if cond else "") +
-                                    f" ORDER BY record_id LIMIT {int(batch_size)}",
-                                    params + ([after] if after is not None else [])).fetchall()
-            if not rows:
+            args = params + ([after] if after is not None else [])
+            # the batch's last id from the ids alone, then its whole rows, sorted here: a top-N of whole records
+            # ran out of memory on 200,000 plan records under MASHBILL_STORE_MEMORY=1GB (issue 29)
+            last = self.con.execute(
+                "SELECT max(record_id), count(*) FROM (SELECT record_id FROM records"
+                + (" WHERE " + " AND ".join(cond) if cond else "")
+                + f" ORDER BY record_id LIMIT {int(batch_size)})", args).fetchall()[0]  # (fetchone leaves it open)
+            if not last[1]:
                 return
+            rows = sorted(self.con.execute(_RECORD_SELECT + " WHERE " + " AND ".join(cond + ["record_id <= ?"]),
+                                           args + [last[0]]).fetchall())  # by id, in Python: no sort in DuckDB
             after = rows[-1][0]
             yield _decode_records(rows)
-            if len(rows) < batch_size:
+            if last[1] < batch_size:
                 return
 
     @staticmethod

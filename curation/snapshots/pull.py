@@ -34,6 +34,13 @@ MULTI_LABEL_KINDS = ("plan", "routing", "template", "preference")
 ROUTER_FORMATS = ("router", "outcomes", "transitions", "triplets")  # router snapshots: curation.router.router_pull
 
 
+# the snapshot columns each format's rows are made of (rows_for, _sft_rows)
+PULL_COLUMNS = {"messages": ("row_kind", "record_id", "copy", "prompt", "completion", "turns"),
+                "prompt-completion": ("row_kind", "record_id", "copy", "prompt", "completion", "turns"),
+                "preference": ("row_kind", "prompt", "completion", "rejected"),
+                "classification": ("row_kind", "record_id", "copy", "class_labels", "query")}
+
+
 def _datasets():
     try:
         import datasets
@@ -113,7 +120,9 @@ def load_snapshot(ref: str | Path, format: str = "messages", *, root: str | Path
         raise SnapshotError(f"{manifest['ref']} is a {kind} snapshot; format {format!r} is for router snapshots")
     ds = _datasets()
     msg = [{"role": ds.Value("string"), "content": ds.Value("string")}]
-    tables = {s: pq.read_table(path / "data" / f"{s}.parquet").to_pylist() for s in SPLITS}
+    # only the columns rows_for reads: a classification pull of the 1M rehearsal read every prompt too (3.7 GB)
+    tables = {s: pq.read_table(path / "data" / f"{s}.parquet", columns=list(PULL_COLUMNS[format])).to_pylist()
+              for s in SPLITS}
     converted = {s: rows_for(format, tables[s], kind) for s in SPLITS}
     profile = manifest.get("trainer_profile") or {}
     if (format == "messages" and profile.get("loss") == "last-turn" and not profile.get("training_template")
