@@ -147,6 +147,6 @@ def sft_table(objects: Sequence, plain: pa.Table | None, kind: str, dims: list[s
         table = table.take(pc.sort_indices(table, [("record_id", "ascending")]))
     if any(column.num_chunks > 1 for column in table.columns):
         # DuckDB hands over its batches as chunks; every later take on a chunked column first concatenates it, a
-        # transient copy of every prompt per split (at 176K complexity records 2,255 -> 1,873 MB peak, issue 29)
+        # transient copy of every prompt per split (at 176K complexity records 2,296 -> 1,880 MB peak, issue 29)
         table = table.combine_chunks()
     return table
