@@ -104,11 +104,11 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
         data["runtime"] = {**data.get("runtime", {}), **SERVER_RUNTIME}
     if (section := repair_for(method, repair, args)) is not None:
         data["repair"] = section
-    elif method == "vote":
+    elif method in ("vote", "vote+retrieved"):
         data["samples"] = {"n": args.samples, "pick": "vote", "vote_on": "complexity"}
     elif method == "best_of_n":
         data["samples"] = {"n": args.samples, "pick": "first-accepted"}
-    if method in ("retrieved", "repair+retrieved"):
+    if method in ("retrieved", "repair+retrieved", "vote+retrieved"):
         retrieved_sections(data, folder, args)
     data["name"] = f"yield-{method.replace('+', '-')}"
     path = folder / f"{data['name']}@1.yaml"
@@ -274,9 +274,10 @@ def main() -> None:
     ap.add_argument("--split", default="report", choices=("report", "tune", "all"))
     ap.add_argument("--limit", type=int, default=None, help="only the first N requests of the split")
     ap.add_argument("--methods", nargs="+", default=None,
-                    choices=("single", "repair", "restart", "vote", "best_of_n", "retrieved", "repair+retrieved"),
-                    help="default: single repair vote (complexity), single repair best_of_n (plan); vote: "
-                         "complexity only")
+                    choices=("single", "repair", "restart", "vote", "best_of_n", "retrieved", "repair+retrieved",
+                             "vote+retrieved"),
+                    help="default: single repair vote (complexity), single repair best_of_n (plan); vote and "
+                         "vote+retrieved: complexity only")
     ap.add_argument("--attempts", type=int, default=2, help="repair: max_attempts")
     ap.add_argument("--samples", type=int, default=3, help="vote / best_of_n: samples per request")
     ap.add_argument("--k", type=int, default=6, help="retrieved: bank rows shown per request")

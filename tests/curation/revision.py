@@ -32,11 +32,16 @@ def checkout(rev: str, dest: Path) -> Path:
     return pkg
 
 
-# what undoes each store migration whose only change is added columns, so that an earlier revision opens the store
+# what undoes each store migration whose only change is added columns or dropped indexes, so that an earlier revision opens the store
 UNDO = {9: ("ALTER TABLE validation_runs DROP COLUMN tokens_profile",
             "DROP INDEX record_validations_record",  # DuckDB drops no column of a table an index depends on
             "ALTER TABLE record_validations DROP COLUMN n_tokens",
-            "CREATE INDEX record_validations_record ON record_validations (record_id)")}
+            "CREATE INDEX record_validations_record ON record_validations (record_id)"),
+        10: ("CREATE INDEX records_spec ON records (spec_hash)",
+             "CREATE INDEX verdicts_record ON verdicts (record_id)",
+             "CREATE INDEX teacher_calls_record ON teacher_calls (record_id)",
+             "CREATE INDEX record_validations_record ON record_validations (record_id)",
+             "CREATE INDEX review_decisions_record ON review_decisions (record_id)")}
 
 
 def store_for_revision(store: Path, pkg: Path, dest: Path) -> Path:

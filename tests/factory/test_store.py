@@ -41,6 +41,37 @@ def test_new_store_is_migrated_and_reopens(tmp_path):
         assert rec == _rec(1)
 
 
+def test_only_the_primary_keys_are_indexed_and_an_older_store_loses_its_other_indexes(tmp_path):
+    """Migration 10: every store query joins or scans in bulk (never an ART index's point lookup), so the secondary
+    indexes only slowed deletes and inserts; the primary keys, which keep a resumed run from storing a record twice,
+    stay. A store made before it loses them when it is opened for writing."""
+    def indexes(con) -> set[str]:
+        return {n for (n,) in con.execute("SELECT index_name FROM duckdb_indexes()").fetchall()}
+
+    def primary_keys(con) -> set[str]:
+        return {t for (t,) in con.execute("SELECT table_name FROM duckdb_constraints() "
+                                          "WHERE constraint_type = 'PRIMARY KEY'").fetchall()}
+
+    with Store.open(tmp_path / "s") as store:
+        assert indexes(store.con) == set()
+        keys = primary_keys(store.con)
+        assert {"records", "runs", "teacher_calls", "validation_runs", "record_attempts"} <= keys
+    con = duckdb.connect(str(tmp_path / "s" / DB_NAME))  # the store as migrations 1-9 left it
+    for name, table, column in (("records_spec", "records", "spec_hash"), ("verdicts_record", "verdicts", "record_id"),
+                                ("teacher_calls_record", "teacher_calls", "record_id"),
+                                ("record_validations_record", "record_validations", "record_id"),
+                                ("review_decisions_record", "review_decisions", "record_id")):
+        con.execute(f"CREATE INDEX {name} ON {table} ({column})")
+    con.execute("DELETE FROM schema_migrations WHERE version = 10")
+    assert len(indexes(con)) == 5
+    con.close()
+    with pytest.raises(StoreError, match="needs schema migrations"):
+        Store.open(tmp_path / "s", read_only=True)
+    with Store.open(tmp_path / "s") as store:
+        assert store.schema_version == max(n for n, _, _ in migrations())
+        assert indexes(store.con) == set() and primary_keys(store.con) == keys
+
+
 def test_batch_is_all_or_nothing(tmp_path):
     with Store.open(tmp_path / "s") as store:
         run = _begin(store)
