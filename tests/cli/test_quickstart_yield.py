@@ -46,3 +46,18 @@ def test_the_opt_in_yield_versions_are_there_and_check():
     assert afresh.mode == "restart" and "HR001" in afresh.codes and "HR006" not in afresh.codes
     cfg = load_spec(find_spec("quickstart-preference@6")).spec.curation.preference
     assert "repair" in cfg.sources and cfg.source_spec.endswith("quickstart-plan@7.yaml")
+
+
+def test_the_retrieved_label_version_shows_the_yardsticks_tune_half_only():
+    """quickstart-complexity@6 (opt-in): its bank is the complexity yardstick's tune half with the gold labels, so
+    bench/yield.py's report half, on which it was measured, is never shown to the teacher."""
+    import json
+
+    rs = load_spec(find_spec("quickstart-complexity@6"))
+    assert lock_problem(rs) is None and rs.spec.repair is None and rs.spec.examples.k == 6
+    assert "{{ retrieved_examples }}" in rs.spec.prompt.teacher.system
+    labels = [json.loads(line) for line in (Path(__file__).resolve().parents[1] / "fixtures" / "complexity_labels"
+                                            / "labels.jsonl").read_text(encoding="utf-8").splitlines()]
+    tune = {r["query"]: r["label"] for r in labels if r["split"] == "tune"}
+    assert {r.query: r.output["complexity"] for r in rs.bank} == tune
+    assert {r.split for r in rs.bank} == {"train"} and {r.accepted_by for r in rs.bank} == {"review"}
