@@ -201,6 +201,55 @@ def jaccard(norm_texts: list[str], pairs: np.ndarray, shingle: int = 5) -> np.nd
     return out
 
 
+def _packed_rows(texts: list[str], shingle: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every shingle of each text packed as `_shingle_keys` packs it (12 bits a code point, a short text padded with
+    spaces), for all texts at once: (keys, the row each key belongs to); None when a character is U+1000 or above."""
+    docs = [t if len(t) >= shingle else t.ljust(shingle) for t in texts]
+    codes = np.frombuffer("".join(docs).encode("utf-32-le"), dtype=np.uint32)
+    if shingle * 12 > 64 or (codes.size and codes.max() >= _SMALL):
+        return None
+    codes = codes.astype(np.uint64)
+    lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    n_pos = codes.size - shingle + 1
+    key = np.zeros(n_pos, dtype=np.uint64)
+    for j in range(shingle):
+        key = (key << np.uint64(12)) | codes[j:j + n_pos]
+    counts = lens - shingle + 1
+    row = np.repeat(np.arange(len(docs)), counts)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    pos = np.arange(row.size) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
+    return key[pos], row
+
+
+def keeper_jaccards(norm_texts: list[str], clusters: list[list[int]], shingle: int = 5) -> np.ndarray:
+    """The exact Jaccard of each cluster member's shingle set with its keeper's (the cluster's smallest index), for
+    the members in cluster order, keepers left out: `jaccard` of those pairs, a cluster at a time in numpy (the
+    keeper's set is built once, and the members' sets in one pass), with `jaccard` itself where a text holds a
+    character the packed keys cannot."""
+    out: list[np.ndarray] = []
+    for members in clusters:
+        keeper = min(members)
+        others = [m for m in members if m != keeper]
+        packed = _packed_rows([norm_texts[keeper]] + [norm_texts[m] for m in others], shingle)
+        if packed is None:
+            out.append(jaccard(norm_texts, np.array([(keeper, m) for m in others], dtype=np.int64).reshape(-1, 2),
+                               shingle))
+            continue
+        keys, row = packed
+        dense, inv = np.unique(keys, return_inverse=True)
+        code = row * np.int64(len(dense)) + inv  # (row, shingle id); sorted and distinct: each row's shingle set
+        code.sort()
+        code = code[np.concatenate(([True], code[1:] != code[:-1]))]
+        row_of, shingle_of = code // len(dense), code % len(dense)
+        size = np.bincount(row_of, minlength=len(others) + 1)
+        in_keeper = np.zeros(len(dense), dtype=bool)
+        in_keeper[shingle_of[row_of == 0]] = True
+        inter = np.bincount(row_of, weights=in_keeper[shingle_of], minlength=len(others) + 1)
+        inter = inter.astype(np.int64)
+        out.append(inter[1:] / (size[0] + size[1:] - inter[1:]))
+    return np.concatenate(out) if out else np.empty(0, dtype=np.float64)
+
+
 def _candidates(norm_texts: list[str], threshold: float, shingle: int, num_perm: int, bands: int, keep,
                 margin: float) -> tuple[np.ndarray, np.ndarray]:
     """LSH candidate pairs whose one-permutation estimate is at least threshold - margin, and those estimates."""
@@ -309,8 +358,7 @@ def dedup(keys: list[str], texts: list[str], cfg) -> DedupResult:
         clusters.setdefault(lab, []).append(local)
     clusters = {lab: members for lab, members in clusters.items() if len(members) >= 2}
     # each member reports its own Jaccard with the cluster's keeper (its first text), linked directly or not
-    pairs = np.array([(min(ms), m) for ms in clusters.values() for m in ms if m != min(ms)], dtype=np.int64)
-    sims = iter(jaccard(kept_norms, pairs.reshape(-1, 2), cfg.shingle).tolist())
+    sims = iter(keeper_jaccards(kept_norms, list(clusters.values()), cfg.shingle).tolist())
     for members in clusters.values():
         res.near_clusters += 1
         res.largest_cluster = max(res.largest_cluster, len(members))

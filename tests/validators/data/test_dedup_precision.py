@@ -105,6 +105,24 @@ def test_packed_shingles_give_the_jaccard_of_the_string_sets():
     assert list(jaccard(norms, pairs)) == [_jaccard(norms[a], norms[b]) for a, b in pairs.tolist()]
 
 
+def test_keeper_jaccards_are_jaccard_of_each_member_with_its_keeper():
+    """DUP002's detail: each member's Jaccard with its cluster's keeper, a cluster at a time in numpy, equals
+    `jaccard` of those pairs exactly, for short texts (padded), repeated shingles, and a cluster with a character
+    the packed keys cannot hold (that cluster goes through `jaccard` itself)."""
+    import numpy as np
+
+    from mashbill.validators.data.dedup import jaccard, keeper_jaccards, normalize
+
+    texts = ["what is 17 % of 2840", "what is 18 % of 2840", "what is 17 % of 2841 please", "ab", "abc", "a",
+             "aaaaaaaaaaaa", "aaaaaaab", "東京は今何時ですか", "東京は今何時ですか 教えて", "ǅ ϗ ѯ ࿿ pack", "ǅ ϗ ѯ က pack",
+             "größe straße maß", "grösse strasse mass"]
+    norms = [normalize(t) for t in texts]
+    clusters = [[2, 0, 1], [3, 4, 5], [6, 7], [8, 9], [10, 11], [12, 13, 0]]
+    pairs = np.array([(min(c), m) for c in clusters for m in c if m != min(c)], dtype=np.int64)
+    assert keeper_jaccards(norms, clusters).tolist() == jaccard(norms, pairs).tolist()
+    assert keeper_jaccards(norms, []).size == 0
+
+
 def test_near_components_are_the_components_of_the_near_pairs():
     """near_components checks only the candidates that can still join two components; its components are those of
     every confirmed pair (templated clusters, chains through a middle text, fooling pairs and singletons)."""
