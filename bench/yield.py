@@ -52,7 +52,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "complexity_labels" / "labels.jsonl"
-SPEC = ROOT / "specs" / "library" / "quickstart" / "quickstart-complexity@5.yaml"
+SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-complexity@5.yaml"  # superseded by @6
 PLAN_SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-plan@7.yaml"  # superseded by @11
 PLAN_RETRIEVED_SPEC = ROOT / "specs" / "library" / "archive" / "quickstart" / "quickstart-plan@8.yaml"  # superseded by @9
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 import yaml
 
 from mashbill.specs import LIBRARY, load_spec
+from mashbill.specs.loader import spec_home
 
-BASE = LIBRARY / "quickstart" / "quickstart-complexity@5.yaml"
+BASE = LIBRARY / "archive" / "quickstart" / "quickstart-complexity@5.yaml"
+HOME = spec_home(BASE)  # where its relative references start
 
 
 def _write(tmp_path, name: str, **sections):
     data = yaml.safe_load(BASE.read_text(encoding="utf-8"))
     for key in ("output_schema", "rules"):
-        data[key] = str((BASE.parent / data[key]).resolve())
-    data["prompt"]["file"] = str((BASE.parent / data["prompt"]["file"]).resolve())
+        data[key] = str((HOME / data[key]).resolve())
+    data["prompt"]["file"] = str((HOME / data["prompt"]["file"]).resolve())
     data["seeds"] = [{"inline": [{"query": "What is 2 + 2?", "lang": "en"}]}]
     data.pop("trainer_profile")
     data.pop("repair")
