@@ -32,7 +32,8 @@ def checkout(rev: str, dest: Path) -> Path:
     return pkg
 
 
-# what undoes each store migration whose only change is added columns or dropped indexes, so that an earlier revision opens the store
+# what undoes each store migration whose only change is added columns or dropped indexes, so that an earlier
+# revision opens the store
 UNDO = {9: ("ALTER TABLE validation_runs DROP COLUMN tokens_profile",
             "DROP INDEX record_validations_record",  # DuckDB drops no column of a table an index depends on
             "ALTER TABLE record_validations DROP COLUMN n_tokens",

@@ -114,8 +114,8 @@ def test_keeper_jaccards_are_jaccard_of_each_member_with_its_keeper():
     from mashbill.validators.data.dedup import jaccard, keeper_jaccards, normalize
 
     texts = ["what is 17 % of 2840", "what is 18 % of 2840", "what is 17 % of 2841 please", "ab", "abc", "a",
-             "aaaaaaaaaaaa", "aaaaaaab", "東京は今何時ですか", "東京は今何時ですか 教えて", "ǅ ϗ ѯ ࿿ pack", "ǅ ϗ ѯ က pack",
-             "größe straße maß", "grösse strasse mass"]
+             "aaaaaaaaaaaa", "aaaaaaab", "東京は今何時ですか", "東京は今何時ですか 教えて",
+             "ǅ ϗ ѯ ࿿ pack", "ǅ ϗ ѯ က pack", "größe straße maß", "grösse strasse mass"]
     norms = [normalize(t) for t in texts]
     clusters = [[2, 0, 1], [3, 4, 5], [6, 7], [8, 9], [10, 11], [12, 13, 0]]
     pairs = np.array([(min(c), m) for c in clusters for m in c if m != min(c)], dtype=np.int64)
