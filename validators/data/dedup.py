@@ -35,6 +35,19 @@ def _mix(z: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def _concatenated(texts: list[str], shingle: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The texts' code points end to end (uint32; a text shorter than one shingle padded with spaces), the text each
+    shingle belongs to, and where each shingle starts: a text of length L has L - shingle + 1, none across two."""
+    docs = [t if len(t) >= shingle else t.ljust(shingle) for t in texts]
+    lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+    codes = np.frombuffer("".join(docs).encode("utf-32-le"), dtype=np.uint32)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    counts = lens - shingle + 1  # shingles per doc (>= 1)
+    doc_of = np.repeat(np.arange(len(docs)), counts)
+    pos = (np.arange(doc_of.size) - np.repeat(np.cumsum(counts) - counts, counts)) + np.repeat(starts, counts)
+    return codes, doc_of, pos
+
+
 def signatures(norm_texts: list[str], *, shingle: int = 5, num_perm: int = 128, chunk: int = 20000) -> np.ndarray:
     """One-permutation MinHash signatures (n x num_perm, uint64) of already normalised texts."""
     if num_perm & (num_perm - 1):
@@ -43,18 +56,14 @@ def signatures(norm_texts: list[str], *, shingle: int = 5, num_perm: int = 128, 
     out = np.empty((len(norm_texts), num_perm), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for c0 in range(0, len(norm_texts), chunk):
-            docs = [t if len(t) >= shingle else t.ljust(shingle) for t in norm_texts[c0:c0 + chunk]]
-            lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
-            codes = np.frombuffer("".join(docs).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+            docs = norm_texts[c0:c0 + chunk]
+            codes, doc_of, pos = _concatenated(docs, shingle)
+            codes = codes.astype(np.uint64)
             n_pos = codes.size - shingle + 1
             h = np.zeros(n_pos, dtype=np.uint64)
             base = np.uint64(1_000_003)
             for j in range(shingle):
                 h = h * base + codes[j:j + n_pos]
-            starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
-            counts = lens - shingle + 1  # shingles per doc (>= 1)
-            doc_of = np.repeat(np.arange(len(docs)), counts)
-            pos = (np.arange(doc_of.size) - np.repeat(np.cumsum(counts) - counts, counts)) + np.repeat(starts, counts)
             z = _mix(h[pos])
             bins = (z >> np.uint64(64 - bits)).astype(np.int64)
             vals = z & np.uint64(0xFFFFFFFF)
@@ -204,20 +213,14 @@ def jaccard(norm_texts: list[str], pairs: np.ndarray, shingle: int = 5) -> np.nd
 def _packed_rows(texts: list[str], shingle: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Every shingle of each text packed as `_shingle_keys` packs it (12 bits a code point, a short text padded with
     spaces), for all texts at once: (keys, the row each key belongs to); None when a character is U+1000 or above."""
-    docs = [t if len(t) >= shingle else t.ljust(shingle) for t in texts]
-    codes = np.frombuffer("".join(docs).encode("utf-32-le"), dtype=np.uint32)
+    codes, row, pos = _concatenated(texts, shingle)
     if shingle * 12 > 64 or (codes.size and codes.max() >= _SMALL):
         return None
     codes = codes.astype(np.uint64)
-    lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
     n_pos = codes.size - shingle + 1
     key = np.zeros(n_pos, dtype=np.uint64)
     for j in range(shingle):
         key = (key << np.uint64(12)) | codes[j:j + n_pos]
-    counts = lens - shingle + 1
-    row = np.repeat(np.arange(len(docs)), counts)
-    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
-    pos = np.arange(row.size) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
     return key[pos], row
 
 
