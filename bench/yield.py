@@ -85,12 +85,17 @@ def seeded_spec(spec: Path, name: str, rows: list[dict], file_sections: tuple[st
     return data
 
 
+def parts(method: str) -> set[str]:
+    """The methods a combined method is made of (`vote+retrieved`: a vote, each sample shown retrieved examples)."""
+    return set(method.split("+"))
+
+
 def repair_for(method: str, repair: dict, args) -> dict | None:
     """The repair section of a repairing method (the spec's, with --attempts; `restart` asks afresh), else None."""
-    if method not in ("repair", "restart", "repair+retrieved"):
+    if not parts(method) & {"repair", "restart"}:
         return None
     section = {**repair, "max_attempts": args.attempts}
-    return {**section, "mode": "restart"} if method == "restart" else section
+    return {**section, "mode": "restart"} if "restart" in parts(method) else section
 
 
 def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
@@ -104,11 +109,11 @@ def method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
         data["runtime"] = {**data.get("runtime", {}), **SERVER_RUNTIME}
     if (section := repair_for(method, repair, args)) is not None:
         data["repair"] = section
-    elif method in ("vote", "vote+retrieved"):
+    elif "vote" in parts(method):
         data["samples"] = {"n": args.samples, "pick": "vote", "vote_on": "complexity"}
-    elif method == "best_of_n":
+    elif "best_of_n" in parts(method):
         data["samples"] = {"n": args.samples, "pick": "first-accepted"}
-    if method in ("retrieved", "repair+retrieved", "vote+retrieved"):
+    if "retrieved" in parts(method):
         retrieved_sections(data, folder, args)
     data["name"] = f"yield-{method.replace('+', '-')}"
     path = folder / f"{data['name']}@1.yaml"
@@ -163,15 +168,15 @@ def run_method(method: str, rows: list[dict], teacher, folder: Path, args) -> di
 def plan_method_spec(folder: Path, method: str, rows: list[dict], args) -> Path:
     """quickstart-plan@7 (quickstart-plan@8 for the retrieved methods) with the plan yardstick's requests as seeds
     and the method's sections."""
-    spec = PLAN_RETRIEVED_SPEC if method in ("retrieved", "repair+retrieved") else PLAN_SPEC
+    spec = PLAN_RETRIEVED_SPEC if "retrieved" in parts(method) else PLAN_SPEC
     name = f"yield-plan-{method.replace('+', '-')}"
     data = seeded_spec(spec, name, rows, ("prompt", "taxonomy", "tools"), args)
     repair = data.pop("repair")
     if (section := repair_for(method, repair, args)) is not None:
         data["repair"] = section
-    elif method == "best_of_n":
+    elif "best_of_n" in parts(method):
         data["samples"] = {"n": args.samples, "pick": "first-accepted"}
-    elif method not in ("single", "retrieved"):
+    elif parts(method) - {"single", "retrieved"}:
         raise SystemExit(f"bench/yield.py: method {method!r} has no plan side "
                          "(single, repair, restart, best_of_n, retrieved, repair+retrieved)")
     path = folder / f"{name}@1.yaml"
@@ -298,7 +303,7 @@ def main() -> None:
 
     plan = args.yardstick == "plan"
     args.methods = args.methods or (["single", "repair", "best_of_n"] if plan else ["single", "repair", "vote"])
-    if plan and "vote" in args.methods:
+    if plan and any("vote" in parts(m) for m in args.methods):
         ap.error("--yardstick plan runs single, repair, restart, best_of_n, retrieved and repair+retrieved (no vote)")
     if plan and (args.teacher == "server" or args.dd):
         ap.error("--yardstick plan asks the embedded teacher; --teacher server and --dd run on the complexity side")

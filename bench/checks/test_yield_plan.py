@@ -51,9 +51,17 @@ def test_a_limited_run_spans_the_sources():
     assert len({r["source"] for r in rows[:n]}) == n  # the first of every source come first
 
 
-def test_a_method_without_a_plan_side_is_refused(tmp_path):
+@pytest.mark.parametrize("method", ["vote", "vote+retrieved"])
+def test_a_method_without_a_plan_side_is_refused(tmp_path, method):
     with pytest.raises(SystemExit, match="no plan side"):
-        bench.plan_method_spec(tmp_path, "vote", load_rows("report")[:1], ARGS)
+        bench.plan_method_spec(tmp_path, method, load_rows("report")[:1], ARGS)
+
+
+def test_a_vote_on_the_plan_side_is_refused_before_any_method_runs(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["yield.py", "--yardstick", "plan", "--methods", "single", "vote+retrieved"])
+    with pytest.raises(SystemExit) as stop:
+        bench.main()
+    assert stop.value.code == 2 and "(no vote)" in capsys.readouterr().err
 
 
 @pytest.mark.timeout(900)
