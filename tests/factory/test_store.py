@@ -42,9 +42,9 @@ def test_new_store_is_migrated_and_reopens(tmp_path):
 
 
 def test_only_the_primary_keys_are_indexed_and_an_older_store_loses_its_other_indexes(tmp_path):
-    """Migration 10: every store query joins or scans in bulk (never an ART index's point lookup), so the secondary
-    indexes only slowed deletes and inserts; the primary keys, which keep a resumed run from storing a record twice,
-    stay. A store made before it loses them when it is opened for writing."""
+    """Migration 10: every store query joins or scans in bulk (none is a point lookup an ART index serves), so the
+    secondary indexes only slowed deletes and inserts; the primary keys, which keep a resumed run from storing a
+    record twice, stay. A store made before it loses them when it is opened for writing."""
     def indexes(con) -> set[str]:
         return {n for (n,) in con.execute("SELECT index_name FROM duckdb_indexes()").fetchall()}
 
