@@ -415,21 +415,26 @@ class Store(StoreQueries):
 
     def record_validation(self, *, spec_hash: str | None, source: str, results: dict[str, Sequence[Verdict]],
                           counts: dict, report: dict | None = None, n_tokens: dict[str, int] | None = None,
-                          tokens_profile: str | None = None) -> str:
+                          tokens_profile: str | None = None, near_groups: dict[str, str] | None = None,
+                          near_groups_profile: str | None = None) -> str:
         """Store one validation pass: replace earlier 'validate' verdicts of these records, add the new
         ones, and mark every record as validated (passed = no reject-severity verdict). One transaction.
 
         `n_tokens`: each record's training example counted under `tokens_profile` (the span check's totals), kept
-        with the mark so that a freeze under the same tokenizer and template reads them (`plain_usable`)."""
+        with the mark so that a freeze under the same tokenizer and template reads them (`plain_usable`).
+        `near_groups`: each record's near-duplicate cluster (the record id it keeps) as found under
+        `near_groups_profile`, for a freeze that groups the same way (`near_groups`)."""
         validation_id = _now().strftime("%Y%m%dT%H%M%S") + "-v" + uuid.uuid4().hex[:8]
         now = _now()
         ids = list(results)
         n_tokens = n_tokens or {}
+        near_groups = near_groups or {}
         with self.transaction() as con:
             con.execute("INSERT INTO validation_runs (validation_id, spec_hash, source, started_at, finished_at, "
-                        "records, counts, report, tokens_profile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "records, counts, report, tokens_profile, near_groups_profile) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [validation_id, spec_hash, source, now, now, len(ids), _json(counts), _json(report),
-                         tokens_profile if n_tokens else None])
+                         tokens_profile if n_tokens else None, near_groups_profile if near_groups else None])
             if ids:
                 con.register("_ids", pa.table({"record_id": ids}))
                 con.execute("DELETE FROM verdicts WHERE stage = 'validate' AND record_id IN (SELECT record_id FROM _ids)")
@@ -445,6 +450,7 @@ class Store(StoreQueries):
                     "validated_at": pa.array([now] * len(ids), pa.timestamp("us")),
                     "passed": [not any(v.severity == "reject" for v in results[rid]) for rid in ids],
                     "n_tokens": pa.array([n_tokens.get(rid) for rid in ids], pa.int32()),
+                    "near_group": pa.array([near_groups.get(rid) for rid in ids], pa.string()),
                 })
                 con.register("_marks", marks)
                 con.execute("INSERT INTO record_validations BY NAME SELECT * FROM _marks")

@@ -221,6 +221,17 @@ class StoreQueries:
             "SELECT DISTINCT validation_id FROM record_validations WHERE record_id IN "
             "(SELECT record_id FROM records WHERE spec_hash = ?) ORDER BY 1", [spec_hash]).fetchall()]
 
+    def near_groups(self, validation_id: str, profile: str) -> pa.Table | None:
+        """The near-duplicate clusters one validation run found (record_id, near_group: the record id its cluster
+        keeps) for the records its duplicate check covered, or None where that run found none under `profile`
+        (another threshold or method, or no duplicate check)."""
+        found = self.con.execute("SELECT near_groups_profile FROM validation_runs WHERE validation_id = ?",
+                                 [validation_id]).fetchall()
+        if not found or found[0][0] != profile:
+            return None
+        return self.con.sql("SELECT record_id, near_group FROM record_validations WHERE validation_id = ? "
+                            "AND near_group IS NOT NULL", params=[validation_id]).to_arrow_table()
+
     # ------------------------------------------------------------ review decisions
 
     def review_rows(self, *, spec_hashes: Sequence[str] | None = None, record_ids: Sequence[str] | None = None,

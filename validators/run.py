@@ -62,6 +62,10 @@ class Report:
         self.problems: list[str] = []
         self.warnings: list[str] = []
         self.started = time.time()
+        # the duplicate check's clusters (key -> the key its cluster keeps) and how they were found, kept with the
+        # verdicts so that a freeze grouping the same way reads them (dedup.groups_profile)
+        self.near_groups: dict[str, str] | None = None
+        self.near_groups_profile: str | None = None
 
     def add(self, key: str, verdicts: Iterable[Verdict]) -> None:
         vs = list(verdicts)
@@ -267,15 +271,19 @@ def check_dedup_and_leaks(rows: list[Row], opts: Options, report: Report, eval_r
 def dedup_and_leaks(keys: list[str], texts: list[str], eval_queries: list[tuple[str, str | None]], opts: Options,
                     report: Report) -> None:
     """Duplicates among the rows' queries, and leakage into the holdout files and the eval split's queries."""
-    from mashbill.validators.data.dedup import dedup
+    from mashbill.validators.data.dedup import dedup, groups_profile
     from mashbill.validators.data.leakage import HoldoutItem, leakage, load_holdout
 
     rs = opts.ruleset()
     if opts.dedup and keys:
-        res = dedup(keys, texts, rs.checks.dedup)
+        cfg = rs.checks.dedup
+        res = dedup(keys, texts, cfg)
         for k, vs in res.verdicts.items():
             report.add(k, vs)
         report.sections["dedup"] = {"field": "query", **res.summary()}
+        report.near_groups = res.groups
+        report.near_groups_profile = groups_profile(cfg.threshold, shingle=cfg.shingle, num_perm=cfg.num_perm,
+                                                    bands=cfg.bands)
     items: list[HoldoutItem] = []
     sources = []
     for h in opts.holdout:
@@ -592,13 +600,14 @@ def write_verdicts(store, report: Report, spec_hash: str | None = None, source: 
                    n_tokens: dict[str, int] | None = None, tokens_profile: str | None = None) -> str:
     """Store this validation pass in one transaction: replace the records' earlier 'validate' verdicts, mark
     every record covered (snapshots only take validated records), and keep the summary, expectation results
-    included, in validation_runs; with the records' token counts under `tokens_profile`. Returns the validation
-    id."""
+    included, in validation_runs; with the records' token counts under `tokens_profile` and the duplicate check's
+    clusters. Returns the validation id."""
     summary = report.to_dict()
     summary.pop("examples", None)
     results = {k: [v for v in report.verdicts.get(k, ()) if v.stage == STAGE] for k in report.keys}
     return store.record_validation(spec_hash=spec_hash, source=source, results=results, counts=report.counts(),
-                                   report=summary, n_tokens=n_tokens, tokens_profile=tokens_profile)
+                                   report=summary, n_tokens=n_tokens, tokens_profile=tokens_profile,
+                                   near_groups=report.near_groups, near_groups_profile=report.near_groups_profile)
 
 
 def spec_options(rs, **overrides) -> Options:

@@ -2,9 +2,9 @@
 
 An adapter over the validators' dedup (`mashbill.validators.data.dedup`): the same normalisation, the same
 character-shingle MinHash signatures and LSH banding that produce DUP001/DUP002 at validation, with the
-clusters (connected components of pairs at or above the threshold) returned instead of verdicts, so a
-snapshot's split groups are the clusters validation saw. Exact duplicates after normalisation always
-share a cluster.
+clusters (connected components of pairs at or above the threshold) returned instead of verdicts. A freeze
+reads the clusters validation kept where it can (`snapshot_split`), so that its split groups are the clusters
+validation saw, and finds them here where it cannot. Exact duplicates after normalisation always share a cluster.
 """
 
 from __future__ import annotations
@@ -50,8 +50,12 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
 def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: float,
                          norms: Sequence[str] | None = None) -> list[tuple[str, str]]:
     """Pairs of keys whose texts are near duplicates (the validators' MinHash clusters where available)."""
-    clusters = near_duplicate_clusters(texts, threshold, norms=norms)
-    first: dict[int, str] = {}
+    return cluster_links(keys, near_duplicate_clusters(texts, threshold, norms=norms))
+
+
+def cluster_links(keys: Sequence[str], clusters: Sequence) -> list[tuple[str, str]]:
+    """(the first key of its cluster, key) for every key after the first of a cluster: links that join each cluster."""
+    first: dict = {}
     pairs = []
     for key, c in zip(keys, clusters):
         if c in first:

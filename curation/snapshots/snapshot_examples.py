@@ -99,6 +99,20 @@ class Built:
     spec_hashes: list[str]
     dims: list[str]
     judge: dict | None = None  # judge scores of the selected records (curation.preference.judging.judge_export)
+    # validation's near-duplicate clusters (Store.near_groups: record_id, near_group) where one validation run covered
+    # every selected record and clustered as the freeze would; None: the freeze finds the clusters itself
+    near_groups: Any = None
+
+
+def validation_groups(store: Store, rs: ResolvedSpec, validation_ids: list[str]):
+    """The near-duplicate clusters of the one validation run behind a selection, made the way `rs`'s freeze groups
+    (its `curation.near_duplicate_threshold`, the defaults of `near_duplicate_clusters`), else None. Several runs
+    clustered different sets of records, so their clusters are not one answer."""
+    from mashbill.validators.data.dedup import groups_profile
+
+    if len(validation_ids) != 1:
+        return None
+    return store.near_groups(validation_ids[0], groups_profile(rs.spec.curation.near_duplicate_threshold))
 
 
 def build(store: Store, rs: ResolvedSpec, tokens_profile: str | None = None) -> Built:
@@ -112,7 +126,8 @@ def build(store: Store, rs: ResolvedSpec, tokens_profile: str | None = None) -> 
         table = sft_table(sft_examples(sel, dims), sel.plain, spec.kind, dims, spec.ref,
                           inputs=bool(spec.curation.group_by))
         return Built(table, sel.excluded, sel.verdict_counts, sel.review, sel.run_ids, sel.validation_ids,
-                     [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims)
+                     [("snapshot", rs)], None, None, sel.review["records"], [rs.hash], dims,
+                     near_groups=validation_groups(store, rs, sel.validation_ids))
     from mashbill.curation.preference.preference import (build_pairs, check_correction_loss, correction_turns, edits_of,
                                               review_request_of, source_spec_of)
 

@@ -8,10 +8,11 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from mashbill.curation.selection.balance import Balance, apply_quotas, oversample
-from mashbill.curation.selection.groups import near_duplicate_pairs, normalized
+from mashbill.curation.selection.groups import cluster_links, near_duplicate_pairs, normalized
 from mashbill.curation.selection.split import SplitResult, assign_splits
 from mashbill.curation.snapshots.snapshot_examples import Built
 from mashbill.curation.snapshots.snapshot_format import SnapshotError
@@ -46,6 +47,21 @@ def leakage(keys: list[str], sides: list[str], roots: list[str], queries: list, 
     asked = [i for i in last if queries[i]]
     return {"groups_across_splits": straddling(roots, sides),
             "identical_queries_across_splits": straddling([norms[i] for i in asked], [sides[i] for i in asked])}
+
+
+def near_links(built: Built, rows: list[int], ekeys: list[str], queries: list, norms: list[str],
+               threshold: float) -> list[tuple[str, str]]:
+    """Links that join each near-duplicate cluster of the rows: validation's clusters of the rows' records where it
+    kept one for each (`Built.near_groups`), else the clusters of the rows' queries found here."""
+    groups = built.near_groups
+    if groups is not None and groups.num_rows:
+        record_ids = built.examples.column("record_id")
+        if rows != list(range(built.examples.num_rows)):
+            record_ids = record_ids.take(pa.array(rows, pa.int64()))
+        at = pc.index_in(record_ids, value_set=groups.column("record_id"))
+        if at.null_count == 0:
+            return cluster_links(ekeys, groups.column("near_group").take(at).to_pylist())
+    return near_duplicate_pairs(ekeys, queries, threshold, norms)
 
 
 def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
@@ -101,7 +117,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
     if ekeys is not keys:
         queries = [queries[i] for i in rows]
     norms = normalized(queries)  # once, for the near-duplicate groups and the cross-split check
-    links += near_duplicate_pairs(ekeys, queries, cur.near_duplicate_threshold, norms)
+    links += near_links(built, rows, ekeys, queries, norms, cur.near_duplicate_threshold)
     ratios = {"train": cur.splits.train, "eval": cur.splits.eval, "test": cur.splits.test}
     res = assign_splits(ekeys, [cells[i] for i in rows], links, ratios)
     train_by_cell: dict[str, list[str]] = defaultdict(list)

@@ -42,7 +42,9 @@ UNDO = {9: ("ALTER TABLE validation_runs DROP COLUMN tokens_profile",
              "CREATE INDEX verdicts_record ON verdicts (record_id)",
              "CREATE INDEX teacher_calls_record ON teacher_calls (record_id)",
              "CREATE INDEX record_validations_record ON record_validations (record_id)",
-             "CREATE INDEX review_decisions_record ON review_decisions (record_id)")}
+             "CREATE INDEX review_decisions_record ON review_decisions (record_id)"),
+        11: ("ALTER TABLE validation_runs DROP COLUMN near_groups_profile",
+             "ALTER TABLE record_validations DROP COLUMN near_group")}
 
 
 def store_for_revision(store: Path, pkg: Path, dest: Path) -> Path:

@@ -15,6 +15,7 @@ import pytest
 from mashbill.errors import StoreError
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
 from mashbill.factory.store import DB_NAME, Store, migrations
+from tests.curation.revision import UNDO
 
 REF = SpecRef("t", 1, "h" * 64)
 
@@ -41,6 +42,30 @@ def test_new_store_is_migrated_and_reopens(tmp_path):
         assert rec == _rec(1)
 
 
+def test_a_validation_keeps_its_near_duplicate_clusters_under_how_it_found_them(tmp_path):
+    """Migration 11: validation's clusters (record id -> the record id its cluster keeps) and how they were found;
+    `near_groups` gives them only to a reader that groups the same way."""
+    with Store.open(tmp_path / "s"):
+        pass
+    con = duckdb.connect(str(tmp_path / "s" / DB_NAME))  # the store as migration 10 left it
+    for statement in UNDO[11]:
+        con.execute(statement)
+    con.execute("DELETE FROM schema_migrations WHERE version = 11")
+    con.close()
+    with pytest.raises(StoreError, match=r"needs schema migrations \[11\]"):
+        Store.open(tmp_path / "s", read_only=True)
+    with Store.open(tmp_path / "s") as store:
+        found = store.record_validation(spec_hash="h", source="store", results={"a": [], "b": [], "c": []}, counts={},
+                                        near_groups={"a": "a", "b": "a", "c": "c"}, near_groups_profile="jaccard>=0.8")
+        assert sorted(store.near_groups(found, "jaccard>=0.8").to_pylist(), key=lambda r: r["record_id"]) == [
+            {"record_id": "a", "near_group": "a"}, {"record_id": "b", "near_group": "a"},
+            {"record_id": "c", "near_group": "c"}]
+        assert store.near_groups(found, "jaccard>=0.7") is None
+        none = store.record_validation(spec_hash="h", source="store", results={"a": []}, counts={},
+                                       near_groups_profile="jaccard>=0.8")  # no duplicate check ran: no clusters
+        assert store.near_groups(none, "jaccard>=0.8") is None and store.near_groups("v-unknown", "x") is None
+
+
 def test_only_the_primary_keys_are_indexed_and_an_older_store_loses_its_other_indexes(tmp_path):
     """Migration 10: every store query joins or scans in bulk (none is a point lookup an ART index serves), so the
     secondary indexes only slowed deletes and inserts; the primary keys, which keep a resumed run from storing a
@@ -57,12 +82,14 @@ def test_only_the_primary_keys_are_indexed_and_an_older_store_loses_its_other_in
         keys = primary_keys(store.con)
         assert {"records", "runs", "teacher_calls", "validation_runs", "record_attempts"} <= keys
     con = duckdb.connect(str(tmp_path / "s" / DB_NAME))  # the store as migrations 1-9 left it
+    for statement in UNDO[11]:  # (a later migration undone too, before the indexes that would hold its columns)
+        con.execute(statement)
     for name, table, column in (("records_spec", "records", "spec_hash"), ("verdicts_record", "verdicts", "record_id"),
                                 ("teacher_calls_record", "teacher_calls", "record_id"),
                                 ("record_validations_record", "record_validations", "record_id"),
                                 ("review_decisions_record", "review_decisions", "record_id")):
         con.execute(f"CREATE INDEX {name} ON {table} ({column})")
-    con.execute("DELETE FROM schema_migrations WHERE version = 10")
+    con.execute("DELETE FROM schema_migrations WHERE version >= 10")
     assert len(indexes(con)) == 5
     con.close()
     with pytest.raises(StoreError, match="needs schema migrations"):

@@ -319,9 +319,19 @@ def near_components(norm_texts: list[str], threshold: float, *, shingle: int = 5
     return np.array(parent, dtype=np.int64)
 
 
+def groups_profile(threshold: float, *, shingle: int = 5, num_perm: int = 128, bands: int = 16,
+                   margin: float = 0.15) -> str:
+    """What a set of near-duplicate groups depends on besides the texts (the normalisation, shingles, signatures,
+    bands, the estimate's margin and the threshold), as one string: a freeze reads validation's groups only where
+    its own would be made the same way."""
+    return (f"query normalize/1 shingle={shingle} minhash=oph-rotation/{num_perm} bands={bands} "
+            f"margin={margin!r} jaccard>={threshold!r} near_components/1")
+
+
 @dataclass
 class DedupResult:
     verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
+    groups: dict[str, str] = field(default_factory=dict)  # each key -> the key its cluster keeps (itself if alone)
     exact_groups: int = 0
     exact_dropped: int = 0
     near_clusters: int = 0
@@ -352,10 +362,14 @@ def dedup(keys: list[str], texts: list[str], cfg) -> DedupResult:
                     "validate"))
     kept = [i for i in range(len(norms)) if i not in exact_of]
     if len(kept) < 2:
+        res.groups = {k: keys[exact_of.get(i, i)] for i, k in enumerate(keys)}
         return res
     kept_norms = [norms[i] for i in kept]
     # the clusters are the components of the near pairs (near_components checks only the pairs that can join two)
     labels = near_components(kept_norms, cfg.threshold, shingle=cfg.shingle, num_perm=cfg.num_perm, bands=cfg.bands)
+    # a component's label is its smallest member, the cluster's keeper; an exact duplicate joins its original's
+    keeper_of = {kept[local]: keys[kept[lab]] for local, lab in enumerate(labels.tolist())}
+    res.groups = {k: keeper_of[exact_of.get(i, i)] for i, k in enumerate(keys)}
     clusters: dict[int, list[int]] = {}
     for local, lab in enumerate(labels.tolist()):
         clusters.setdefault(lab, []).append(local)

@@ -143,3 +143,28 @@ def test_near_components_are_the_components_of_the_near_pairs():
     got = near_components(norms, 0.8)
     assert len(pairs) > len(norms) // 2 and len(set(want.tolist())) < len(norms)  # clusters to find
     assert got.tolist() == want.tolist()  # both label a component by its smallest text
+
+
+def test_dedup_groups_are_the_clusters_a_freeze_finds_and_name_each_keeper(ruleset):
+    """`dedup` keeps each key's cluster as the key its cluster keeps (validation stores it for the freeze, issue 29):
+    the partition `near_duplicate_clusters` makes of the same texts, exact duplicates with their original, each
+    cluster named by its first key, the keeper DUP002 names."""
+    import random
+
+    rng = random.Random(11)
+    texts = [t for pair in DISTINCT + NEAR for t in pair]
+    texts += [f"please convert {rng.randint(1, 99)} {unit} to {other} for the road trip we take tomorrow morning"
+              for unit, other in [("miles", "km"), ("pounds", "kg")] for _ in range(30)]
+    texts += [texts[3], texts[12].upper(), "What is the capital of France?", "what is the capital of france"]
+    keys = [f"k{i:03d}" for i in range(len(texts))]
+    res = dedup(keys, texts, ruleset.checks.dedup)
+    clusters = near_duplicate_clusters(texts, ruleset.checks.dedup.threshold)
+    first: dict[int, str] = {}
+    for key, c in zip(keys, clusters):
+        first.setdefault(c, key)
+    assert res.groups == {key: first[c] for key, c in zip(keys, clusters)}
+    named = {k: (v.code, v.detail.split()[-1]) for k, vs in res.verdicts.items() for v in vs}
+    assert {k for k, g in res.groups.items() if g != k} == set(named) and len(named) > 40
+    for key, (code, other) in named.items():  # DUP002 names the keeper; DUP001 the original, in the keeper's cluster
+        assert res.groups[key] == (other if code == "DUP002" else res.groups[other])
+    assert {code for code, _ in named.values()} == {"DUP001", "DUP002"}
