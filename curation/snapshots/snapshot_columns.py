@@ -4,8 +4,9 @@ Most records of a large store take the common path (accepted, validated, no revi
 store hands them over as columns (`Store.plain_usable`: canonical JSON texts, the prompt as Arrow structs, a few JSON
 paths), so no record is decoded whole. Their example key is hashed by the store (the bytes
 `example_key("sft", messages, completion)` hashes, without copying the prompts out), and their labels and cell are
-computed once per distinct combination of the values the labels read (for plans: the input's lang/type/complexity,
-the meta's lang and taxonomy renames, the output's task categories and length), by the same
+computed once per distinct combination of the values the labels read (the input's lang/type/complexity, the meta's
+lang and taxonomy renames, and for plans the output's task categories and length, for complexity labels the output's
+`complexity`), by the same
 `curation.selection.labels` functions. Any other record (reviewed, corrected, odd output) and every preference row
 goes through the `Example` objects of `snapshot_examples` and joins the same table, in record id order (the order the
 near-duplicate grouping reads).
@@ -39,16 +40,29 @@ QUERY_PATH = ("q", "input", "$.query")
 PLAN_PATHS = (("in_lang", "input", "$.lang"), ("in_type", "input", "$.type"), ("in_cx", "input", "$.complexity"),
               ("me_lang", "meta", "$.lang"), ("me_renamed", "meta", "$.taxonomy_renamed"),
               ("out_cats", "output", "$[*].category"))
+# a complexity label reads the output object's `complexity` (its class label too); the input and meta as a plan's
+COMPLEXITY_PATHS = (*PLAN_PATHS[:5], ("out_cx", "output", "$.complexity"))
+PROJECTED = {"plan": (PLAN_PATHS, "ARRAY"), "complexity": (COMPLEXITY_PATHS, "OBJECT")}  # paths, output JSON type
 PLAN_DIMS = {"category", "categories", "complexity", "lang", "n_tasks", "type"}
 
 
 def paths_for(kind: str, dims: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
-    return (QUERY_PATH, *PLAN_PATHS) if projected(kind, dims) else (QUERY_PATH,)
+    return (QUERY_PATH, *PROJECTED[kind][0]) if projected(kind, dims) else (QUERY_PATH,)
 
 
 def projected(kind: str, dims: Sequence[str]) -> bool:
-    """Whether labels of `kind` over `dims` are computed from PLAN_PATHS (else from each decoded record)."""
-    return kind == "plan" and set(dims) <= PLAN_DIMS
+    """Whether labels of `kind` over `dims` are computed from its PROJECTED paths (else from each decoded
+    record)."""
+    return kind in PROJECTED and set(dims) <= PLAN_DIMS
+
+
+def _projected_output(kind: str, out: str | None, length: int | None):
+    """The output as far as the labels read it: a plan's tasks by category (the tasks without a category key as
+    non-dicts), a complexity object's `complexity`."""
+    if kind == "plan":
+        tasks = [{"category": c} for c in json.loads(out)]
+        return tasks + [None] * (length - len(tasks))
+    return {} if out is None else {"complexity": json.loads(out)}
 
 
 def from_examples(examples: Sequence) -> pa.Table:
@@ -87,24 +101,22 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inpu
     queries = ["" if q is None else json.loads(q) for q in plain.column("q").to_pylist()]  # input.get("query", "")
     facts: list[tuple] = [None] * n
     if projected(kind, dims):
-        # the labels read only these values (see PLAN_PATHS): one computation per distinct combination
-        cols = [plain.column(name).to_pylist() for name, _, _ in PLAN_PATHS[:5]]
-        cats = plain.column("out_cats").to_pylist()
+        # the labels read only these values (see PROJECTED): one computation per distinct combination
+        paths, json_type = PROJECTED[kind]
+        cols = [plain.column(name).to_pylist() for name, _, _ in paths[:5]]
+        outs = plain.column(paths[5][0]).to_pylist()
         types = plain.column("output_type").to_pylist()
         lens = plain.column("output_len").to_pylist()
         seen: dict[tuple, tuple] = {}
-        inputs_col = meta_col = None
         for i in range(n):
-            if types[i] != "ARRAY":  # not a list of tasks: decoded whole below
+            if types[i] != json_type:  # not a list of tasks (plans), not an object (complexity): decoded whole below
                 continue
-            sig = (cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], cats[i], lens[i])
+            sig = (cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], outs[i], lens[i])
             f = seen.get(sig)
             if f is None:
                 inputs = {k: json.loads(v) for k, v in zip(("lang", "type", "complexity"), sig[:3]) if v is not None}
                 meta = {k: json.loads(v) for k, v in zip(("lang", "taxonomy_renamed"), sig[3:5]) if v is not None}
-                tasks = [{"category": c} for c in json.loads(sig[5])]
-                output = tasks + [None] * (sig[6] - len(tasks))  # the tasks without a category key, as non-dicts
-                f = seen[sig] = _label_facts(kind, dims, inputs, output, meta)
+                f = seen[sig] = _label_facts(kind, dims, inputs, _projected_output(kind, sig[5], sig[6]), meta)
             facts[i] = f
     rest = [i for i in range(n) if facts[i] is None]
     if rest:

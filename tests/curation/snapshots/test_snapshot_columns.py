@@ -155,3 +155,31 @@ def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
         assert row["messages"] == canonical_json(list(rec.messages))
         assert row["prompt"] == [{"role": m["role"], "content": m["content"]} for m in rec.messages]
         assert row["lang"] == (None if "lang" not in rec.input else json.dumps(rec.input["lang"]))
+
+
+@pytest.mark.parametrize("dims", [["complexity", "lang"], ["type", "category", "n_tasks", "complexity", "lang"]])
+def test_complexity_labels_from_the_projected_paths_are_those_of_each_decoded_record(tmp_path, monkeypatch, dims):
+    """A complexity record's labels, cell, class and language computed once per distinct combination of the values
+    they read (snapshot_columns.PROJECTED) are those of each record decoded whole, odd records included."""
+    import mashbill.curation.snapshots.snapshot_columns as columns
+
+    ref = SpecRef("c", 1, "c" * 64)
+    outputs = [{"complexity": "trivial"}, {"complexity": "complex", "why": "x"}, {"complexity": "Trivial"}, {"complexity": None},
+               {}, {"other": "moderate"}, ["trivial"], "moderate", None, {"complexity": ["a", "b"]}]
+    inputs = [{"query": "q", "lang": "de"}, {"query": "q", "type": "math"}, {"query": "q", "complexity": "moderate"},
+              {"query": "q", "lang": None}, {"query": "q", "lang": "en", "complexity": "trivial", "type": "t"}]
+    metas = [{"lang": "en"}, {}, {"lang": None}, {"lang": "de", "taxonomy_renamed": {"a": "b"}}]
+    recs = [Record(f"r{i:03d}", "complexity", inputs[i % 5], outputs[i % 10], None, ref, "accepted",
+                   ({"role": "user", "content": f"q{i}"},), metas[i % 4]) for i in range(60)]
+    with Store.open(tmp_path / "s") as s:
+        run = s.begin_run(spec_name="c", spec_version=1, spec_hash=ref.hash, kind="complexity", backend="t",
+                          model="m", model_sha256=None, model_info=None, sampling={})
+        s.write_batch(run, recs, {}, [])
+        s.record_validation(spec_hash=ref.hash, source="t", counts={}, results={r.id: [] for r in recs})
+        plain, _ = s.plain_usable(ref.hash, columns.paths_for("complexity", dims), "sft")
+    assert columns.projected("complexity", dims) and plain.num_rows == 60
+    projected = columns.plain_table(plain, "complexity", dims, "c@1")
+    monkeypatch.setattr(columns, "PROJECTED", {"plan": columns.PROJECTED["plan"]})  # every record decoded
+    decoded = columns.plain_table(plain, "complexity", dims, "c@1")
+    assert projected.equals(decoded)
+    assert len(set(projected.column("cell").to_pylist())) > 5
