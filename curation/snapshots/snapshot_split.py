@@ -53,14 +53,16 @@ def near_links(built: Built, rows: list[int], ekeys: list[str], queries: list, n
                threshold: float) -> list[tuple[str, str]]:
     """Links that join each near-duplicate cluster of the rows: validation's clusters of the rows' records where it
     kept one for each (`Built.near_groups`), else the clusters of the rows' queries found here."""
-    groups = built.near_groups
+    groups, built.near_groups = built.near_groups, None  # (read once: its memory back before the write)
     if groups is not None and groups.num_rows:
         record_ids = built.examples.column("record_id")
         if rows != list(range(built.examples.num_rows)):
             record_ids = record_ids.take(pa.array(rows, pa.int64()))
         at = pc.index_in(record_ids, value_set=groups.column("record_id"))
         if at.null_count == 0:
-            return cluster_links(ekeys, groups.column("near_group").take(at).to_pylist())
+            # clusters as integers (a Python string per row was ~50 MB at 439,521 rows)
+            clusters = groups.column("near_group").take(at).combine_chunks().dictionary_encode().indices
+            return cluster_links(ekeys, clusters.to_pylist())
     return near_duplicate_pairs(ekeys, queries, threshold, norms)
 
 
