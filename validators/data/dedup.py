@@ -323,7 +323,8 @@ def groups_profile(threshold: float, *, shingle: int = 5, num_perm: int = 128, b
                    margin: float = 0.15) -> str:
     """What a set of near-duplicate groups depends on besides the texts (the normalisation, shingles, signatures,
     bands, the estimate's margin and the threshold), as one string: a freeze reads validation's groups only where
-    its own would be made the same way."""
+    its own would be made the same way. A change to `normalize`, the signatures or `near_components` that can move
+    a text to another cluster must bump its version here, or a freeze would read clusters made the old way."""
     return (f"query normalize/1 shingle={shingle} minhash=oph-rotation/{num_perm} bands={bands} "
             f"margin={margin!r} jaccard>={threshold!r} near_components/1")
 
