@@ -49,14 +49,15 @@ def leakage(keys: list[str], sides: list[str], roots: list[str], queries: list, 
             "identical_queries_across_splits": straddling([norms[i] for i in asked], [sides[i] for i in asked])}
 
 
-def near_links(built: Built, rows: list[int], ekeys: list[str], queries: list, norms: list[str],
+def near_links(built: Built, rows: list[int] | None, ekeys: list[str], queries: list, norms: list[str],
                threshold: float) -> list[tuple[str, str]]:
-    """Links that join each near-duplicate cluster of the rows: validation's clusters of the rows' records where it
-    kept one for each (`Built.near_groups`), else the clusters of the rows' queries found here."""
+    """Links that join each near-duplicate cluster of the rows (None: every row of the examples table, in order):
+    validation's clusters of the rows' records where it kept one for each (`Built.near_groups`), else the clusters of
+    the rows' queries found here."""
     groups, built.near_groups = built.near_groups, None  # (read once: its memory back before the write)
     if groups is not None and groups.num_rows:
         record_ids = built.examples.column("record_id")
-        if rows != list(range(built.examples.num_rows)):
+        if rows is not None:
             record_ids = record_ids.take(pa.array(rows, pa.int64()))
         at = pc.index_in(record_ids, value_set=groups.column("record_id"))
         if at.null_count == 0:
@@ -119,7 +120,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
     if ekeys is not keys:
         queries = [queries[i] for i in rows]
     norms = normalized(queries)  # once, for the near-duplicate groups and the cross-split check
-    links += near_links(built, rows, ekeys, queries, norms, cur.near_duplicate_threshold)
+    links += near_links(built, None if ekeys is keys else rows, ekeys, queries, norms, cur.near_duplicate_threshold)
     ratios = {"train": cur.splits.train, "eval": cur.splits.eval, "test": cur.splits.test}
     res = assign_splits(ekeys, [cells[i] for i in rows], links, ratios)
     train_by_cell: dict[str, list[str]] = defaultdict(list)

@@ -367,12 +367,13 @@ def dedup(keys: list[str], texts: list[str], cfg) -> DedupResult:
         return res
     kept_norms = [norms[i] for i in kept]
     # the clusters are the components of the near pairs (near_components checks only the pairs that can join two)
-    labels = near_components(kept_norms, cfg.threshold, shingle=cfg.shingle, num_perm=cfg.num_perm, bands=cfg.bands)
+    labels = near_components(kept_norms, cfg.threshold, shingle=cfg.shingle, num_perm=cfg.num_perm,
+                             bands=cfg.bands).tolist()
     # a component's label is its smallest member, the cluster's keeper; an exact duplicate joins its original's
-    keeper_of = {kept[local]: keys[kept[lab]] for local, lab in enumerate(labels.tolist())}
+    keeper_of = {kept[local]: keys[kept[lab]] for local, lab in enumerate(labels)}
     res.groups = {k: keeper_of[exact_of.get(i, i)] for i, k in enumerate(keys)}
     clusters: dict[int, list[int]] = {}
-    for local, lab in enumerate(labels.tolist()):
+    for local, lab in enumerate(labels):
         clusters.setdefault(lab, []).append(local)
     clusters = {lab: members for lab, members in clusters.items() if len(members) >= 2}
     # each member reports its own Jaccard with the cluster's keeper (its first text), linked directly or not

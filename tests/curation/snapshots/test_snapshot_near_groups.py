@@ -118,7 +118,6 @@ def test_where_validation_clustered_otherwise_the_freeze_finds_the_clusters(lib,
     snap = freeze(spec, store_path=tmp_path / "s", name="snap", version="1", out_dir=tmp_path / "snap")
     assert finds_clusters == [1]
     sides = _sides(snap.path)
-    by_query = {}
     with Store.open(tmp_path / "s", read_only=True) as store:
         by_query = {r.input["query"]: r.id for r in store.records()}
     assert sides[by_query[TETRIS[0]]] == sides[by_query[TETRIS[1]]]
