@@ -31,6 +31,7 @@ from mashbill.errors import StoreError
 DB_NAME = "mashbill.duckdb"
 EXPORT_TMP_PREFIX = ".records.parquet.tmp-"
 EXPORT_PART_ROWS = 50_000  # records a Parquet export sorts at a time (export_parquet)
+EXPORT_BATCH_BYTES = 16 << 20  # decoded bytes the export's concatenation holds at a time (_concat_parquet)
 
 
 def _now() -> datetime:
@@ -605,16 +606,23 @@ def reap_dead_runs(store: Store) -> list[str]:
 
 
 def _concat_parquet(parts: list[Path], dest: Path) -> None:
-    """The rows of Parquet files one after the other in one file, a row group at a time, with the first file's
-    schema (DuckDB's own read_parquet would drop its NOT NULL columns)."""
+    """The rows of Parquet files one after the other in one file, with the first file's schema (DuckDB's own
+    read_parquet would drop its NOT NULL columns).
+
+    Read and written in batches of about EXPORT_BATCH_BYTES, not a part's row group whole: a row group of 50,000
+    plan records is ~430 MB decoded, and freeing and faulting in such buffers again cost the 1M merge's plan export
+    7 s of kernel time zeroing pages (bench/RESULTS.md, "The export's concatenation in batches")."""
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(parts[0])
     with pq.ParquetWriter(dest, schema, compression="zstd", compression_level=3) as writer:  # DuckDB's level
         for part in parts:
             f = pq.ParquetFile(part)
-            for i in range(f.num_row_groups):
-                writer.write_table(f.read_row_group(i))
+            meta = f.metadata
+            rows, size = meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            batch = max(1, min(rows, rows * EXPORT_BATCH_BYTES // max(size, 1)))
+            for b in f.iter_batches(batch_size=batch):
+                writer.write_batch(b)
 
 
 def remove_stale_exports(root: Path) -> None:

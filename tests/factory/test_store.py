@@ -291,10 +291,12 @@ def test_a_stale_export_temporary_is_removed_when_the_store_is_opened_for_writin
     assert sorted(p.name for p in final.parent.iterdir()) == ["records.parquet"]
 
 
-def test_an_export_in_parts_holds_what_one_sorted_copy_holds(tmp_path, monkeypatch):
+@pytest.mark.parametrize("batch_bytes, row_groups", [(None, 6), (1, 23)])
+def test_an_export_in_parts_holds_what_one_sorted_copy_holds(tmp_path, monkeypatch, batch_bytes, row_groups):
     """A spec of more records than EXPORT_PART_ROWS is exported in parts sorted on their own (one sort of every whole
     record ran out of memory under a cap, issue 29): the same rows, in record id order, with the same schema (NOT
-    NULL columns and JSON types kept), and no part left behind."""
+    NULL columns and JSON types kept), and no part left behind; also when the parts are copied a record at a time
+    (EXPORT_BATCH_BYTES smaller than one record)."""
     import pyarrow.parquet as pq
 
     import mashbill.factory.store as store_module
@@ -306,9 +308,12 @@ def test_an_export_in_parts_holds_what_one_sorted_copy_holds(tmp_path, monkeypat
         store.write_batch(run, recs, {}, [])
         whole = pq.read_table(store.export_parquet("t", 1, REF.hash))
         monkeypatch.setattr(store_module, "EXPORT_PART_ROWS", 4)
+        if batch_bytes is not None:
+            monkeypatch.setattr(store_module, "EXPORT_BATCH_BYTES", batch_bytes)
         final = store.export_parquet("t", 1, REF.hash)
         parted = pq.read_table(final)
-    assert pq.ParquetFile(final).metadata.num_row_groups == 6  # 23 records, 4 a part: the parts path was taken
+    # 23 records, 4 a part: the parts path was taken, a row group per part (or per record)
+    assert pq.ParquetFile(final).metadata.num_row_groups == row_groups
     assert parted.schema == whole.schema and not parted.schema.field("record_id").nullable
     assert parted.equals(whole) and whole.num_rows == 23
     ids = parted.column("record_id").to_pylist()
