@@ -21,12 +21,12 @@ def normalized(texts: Sequence[str]) -> list[str]:
     return [seen[t] if t in seen else seen.setdefault(t, normalize(t)) for t in (t or "" for t in texts)]
 
 
-def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shingle: int = 5, num_perm: int = 128,
-                            bands: int = 16, norms: Sequence[str] | None = None) -> list[int]:
+def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *,
+                            norms: Sequence[str] | None = None) -> list[int]:
     """A cluster number per text (numbered in order of first appearance); texts with Jaccard >= threshold (LSH
-    candidates confirmed on the exact shingle sets, as in dedup) share one (transitively). `norms`: the texts
-    already normalised (`normalized(texts)`), when the caller needs them too. Exact duplicates after normalisation
-    are one node; clusters are connected components over integer ids."""
+    candidates confirmed on the exact shingle sets, as in dedup, with dedup's default shingles and bands) share one
+    (transitively). `norms`: the texts already normalised (`normalized(texts)`), when the caller needs them too.
+    Exact duplicates after normalisation are one node; clusters are connected components over integer ids."""
     import numpy as np
     import pyarrow as pa
 
@@ -39,7 +39,7 @@ def near_duplicate_clusters(texts: Sequence[str], threshold: float = 0.8, *, shi
     ids = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     distinct = enc.dictionary.to_pylist()  # the first occurrence of each normalised text, in input order
     m = len(distinct)
-    label = near_components(distinct, threshold, shingle=shingle, num_perm=num_perm, bands=bands)
+    label = near_components(distinct, threshold)  # the defaults, as groups_profile(threshold) describes
     per_text = label[ids]
     _, first = np.unique(per_text, return_index=True)
     number = np.empty(per_text.max() + 1, dtype=np.int64)

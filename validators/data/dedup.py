@@ -23,6 +23,10 @@ import numpy as np
 from mashbill.factory.records import Verdict
 from mashbill.specs.holdout import normalize
 
+# The clustering's defaults (rule sets' `dedup` section, the freeze's own clustering, groups_profile): one place, so
+# that a freeze and a validation that both take the defaults cluster the same way.
+SHINGLE, NUM_PERM, BANDS, MARGIN = 5, 128, 16, 0.15
+
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _C = np.uint64(1 << 32)
 
@@ -48,7 +52,7 @@ def _concatenated(texts: list[str], shingle: int) -> tuple[np.ndarray, np.ndarra
     return codes, doc_of, pos
 
 
-def signatures(norm_texts: list[str], *, shingle: int = 5, num_perm: int = 128, chunk: int = 20000) -> np.ndarray:
+def signatures(norm_texts: list[str], *, shingle: int = SHINGLE, num_perm: int = NUM_PERM, chunk: int = 20000) -> np.ndarray:
     """One-permutation MinHash signatures (n x num_perm, uint64) of already normalised texts."""
     if num_perm & (num_perm - 1):
         raise ValueError("num_perm must be a power of two")
@@ -132,7 +136,7 @@ def estimate(sig: np.ndarray, pairs: np.ndarray, chunk: int = 20_000) -> np.ndar
     return out
 
 
-def shingles(norm_text: str, shingle: int = 5) -> set[str]:
+def shingles(norm_text: str, shingle: int = SHINGLE) -> set[str]:
     """The character shingle set the signatures hash (a text shorter than one shingle is padded with spaces)."""
     t = norm_text if len(norm_text) >= shingle else norm_text.ljust(shingle)
     return {t[i:i + shingle] for i in range(len(t) - shingle + 1)}
@@ -199,7 +203,7 @@ class _ShingleSets:
             self.cache.pop(b, None)
 
 
-def jaccard(norm_texts: list[str], pairs: np.ndarray, shingle: int = 5) -> np.ndarray:
+def jaccard(norm_texts: list[str], pairs: np.ndarray, shingle: int = SHINGLE) -> np.ndarray:
     """Exact Jaccard similarity of the shingle sets of each pair (the confirmation of an LSH candidate)."""
     listed = pairs.tolist()
     sets = _ShingleSets(norm_texts, listed, shingle)
@@ -224,7 +228,7 @@ def _packed_rows(texts: list[str], shingle: int) -> tuple[np.ndarray, np.ndarray
     return key[pos], row
 
 
-def keeper_jaccards(norm_texts: list[str], clusters: list[list[int]], shingle: int = 5) -> np.ndarray:
+def keeper_jaccards(norm_texts: list[str], clusters: list[list[int]], shingle: int = SHINGLE) -> np.ndarray:
     """The exact Jaccard of each cluster member's shingle set with its keeper's (the cluster's smallest index), for
     the members in cluster order, keepers left out: `jaccard` of those pairs, a cluster at a time in numpy (the
     keeper's set is built once, and the members' sets in one pass), with `jaccard` itself where a text holds a
@@ -267,8 +271,8 @@ def _candidates(norm_texts: list[str], threshold: float, shingle: int, num_perm:
     return pairs[ok], est[ok]
 
 
-def near_pairs(norm_texts: list[str], threshold: float, *, shingle: int = 5, num_perm: int = 128, bands: int = 16,
-               keep=None, margin: float = 0.15) -> tuple[np.ndarray, np.ndarray]:
+def near_pairs(norm_texts: list[str], threshold: float, *, shingle: int = SHINGLE, num_perm: int = NUM_PERM, bands: int = BANDS,
+               keep=None, margin: float = MARGIN) -> tuple[np.ndarray, np.ndarray]:
     """Near-duplicate pairs (i < j) of normalised texts and their exact Jaccard, all >= threshold.
 
     LSH only proposes candidates; each is confirmed on the exact shingle sets, because the one-permutation
@@ -290,8 +294,8 @@ def near_pairs(norm_texts: list[str], threshold: float, *, shingle: int = 5, num
     return pairs[ok], sims[ok]
 
 
-def near_components(norm_texts: list[str], threshold: float, *, shingle: int = 5, num_perm: int = 128,
-                    bands: int = 16, margin: float = 0.15) -> np.ndarray:
+def near_components(norm_texts: list[str], threshold: float, *, shingle: int = SHINGLE, num_perm: int = NUM_PERM,
+                    bands: int = BANDS, margin: float = MARGIN) -> np.ndarray:
     """A component per text (the smallest text index in it): the connected components of `near_pairs`' pairs.
     Only what can change a component is checked exactly: candidates are taken by falling estimate and a pair
     whose texts are already joined is skipped (a cluster of k templated queries proposes up to k^2/2 candidates
@@ -319,8 +323,8 @@ def near_components(norm_texts: list[str], threshold: float, *, shingle: int = 5
     return np.array(parent, dtype=np.int64)
 
 
-def groups_profile(threshold: float, *, shingle: int = 5, num_perm: int = 128, bands: int = 16,
-                   margin: float = 0.15) -> str:
+def groups_profile(threshold: float, *, shingle: int = SHINGLE, num_perm: int = NUM_PERM, bands: int = BANDS,
+                   margin: float = MARGIN) -> str:
     """What a set of near-duplicate groups depends on besides the texts (the normalisation, shingles, signatures,
     bands, the estimate's margin and the threshold), as one string: a freeze reads validation's groups only where
     its own would be made the same way. A change to `normalize`, the signatures or `near_components` that can move
