@@ -611,7 +611,7 @@ def _concat_parquet(parts: list[Path], dest: Path) -> None:
 
     Read and written in batches of about EXPORT_BATCH_BYTES, not a part's row group whole: a row group of 50,000
     plan records is ~430 MB decoded, and freeing and faulting in such buffers again cost the 1M merge's plan export
-    7 s of kernel time zeroing pages (bench/RESULTS.md, "The export's concatenation in batches")."""
+    4-7 s of kernel time zeroing pages (bench/RESULTS.md, "The export's concatenation in batches")."""
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(parts[0])

@@ -52,7 +52,8 @@ def _concatenated(texts: list[str], shingle: int) -> tuple[np.ndarray, np.ndarra
     return codes, doc_of, pos
 
 
-def signatures(norm_texts: list[str], *, shingle: int = SHINGLE, num_perm: int = NUM_PERM, chunk: int = 20000) -> np.ndarray:
+def signatures(norm_texts: list[str], *, shingle: int = SHINGLE, num_perm: int = NUM_PERM,
+               chunk: int = 20000) -> np.ndarray:
     """One-permutation MinHash signatures (n x num_perm, uint64) of already normalised texts."""
     if num_perm & (num_perm - 1):
         raise ValueError("num_perm must be a power of two")
@@ -271,8 +272,8 @@ def _candidates(norm_texts: list[str], threshold: float, shingle: int, num_perm:
     return pairs[ok], est[ok]
 
 
-def near_pairs(norm_texts: list[str], threshold: float, *, shingle: int = SHINGLE, num_perm: int = NUM_PERM, bands: int = BANDS,
-               keep=None, margin: float = MARGIN) -> tuple[np.ndarray, np.ndarray]:
+def near_pairs(norm_texts: list[str], threshold: float, *, shingle: int = SHINGLE, num_perm: int = NUM_PERM,
+               bands: int = BANDS, keep=None, margin: float = MARGIN) -> tuple[np.ndarray, np.ndarray]:
     """Near-duplicate pairs (i < j) of normalised texts and their exact Jaccard, all >= threshold.
 
     LSH only proposes candidates; each is confirmed on the exact shingle sets, because the one-permutation
