@@ -252,24 +252,6 @@ class PatternSet:
         return got is None or index in got
 
 
-def search_each(patterns, text: str) -> list:
-    """``p.search(text)`` for each pattern (None for None), scanning the text once per pattern set: a rule set that
-    asks a dozen registered patterns about one text would otherwise look its candidates up a dozen times through
-    four calls each (the complexity cues: ~6 of validate's 97 CPU-s at 176K records, issue 29)."""
-    found: dict[int, frozenset[int] | None] = {}
-    out = []
-    for p in patterns:
-        if p is None:
-            out.append(None)
-        elif type(p) is Prefiltered:
-            key = id(p._set)
-            got = found[key] if key in found else found.setdefault(key, p._set.candidates(text))
-            out.append(p.rx.search(text) if got is None or p._index in got else None)
-        else:
-            out.append(p.search(text))
-    return out
-
-
 class Prefiltered:
     """A registered pattern: where the set says it cannot match a text, the answer is "no match" without running it;
     everything else is the pattern's own."""

@@ -13,7 +13,7 @@ from mashbill.validators.complexity.complexity_rules import load_complexity_rule
 from mashbill.validators.data.synthetic import corpus
 from mashbill.validators.plans.ruleset import load_ruleset
 from mashbill.validators.plans.triggers import Triggers
-from mashbill.validators.prefilter import PatternSet, Prefiltered, enabled, search_each, superset_pattern
+from mashbill.validators.prefilter import PatternSet, Prefiltered, enabled, superset_pattern
 
 from verdict_corpus import real_queries
 
@@ -69,42 +69,6 @@ def test_complexity_cues_answer_what_they_answer_without_the_prefilter(version):
     cues = cues_for(load_complexity_rules(RULES / f"moe-complexity@{version}.yaml"))
     skipped, _ = _check([p for p in cues.patterns.values() if p is not None], _texts())
     assert skipped > 0
-
-
-@pytest.mark.parametrize("version", [1, 3])
-def test_every_cue_group_at_once_answers_what_each_pattern_answers(version):
-    """`find_all` (one prefilter scan a text) gives each group's first match as the group's own pattern finds it,
-    the utility group on the first utility_chars only."""
-    rs = load_complexity_rules(RULES / f"moe-complexity@{version}.yaml")
-    cues, n = cues_for(rs), rs.bounds.utility_chars
-    hits = 0
-    for text in _texts():
-        for t in (text, text.lower(), "x " * n + text):
-            want = {}
-            for group, p in cues.patterns.items():
-                m = p.rx.search(t[:n] if group == "utility" else t) if p is not None else None
-                want[group] = m.group(0) if m else None
-            got = cues.find_all(t, n)
-            assert list(got.items()) == list(want.items()), t
-            hits += sum(v is not None for v in got.values())
-    assert hits > 100
-
-
-def test_search_each_scans_once_per_set_and_answers_what_each_pattern_answers(monkeypatch):
-    one, two = PatternSet(), PatternSet()
-    plain = re.compile(r"\d+")
-    patterns = [one.add(re.compile(r"wetter|weather", re.I)), None, two.add(re.compile(r"\bcalc\w*")), plain,
-                one.add(re.compile(r"\b(\w+) \1\b"))]
-    texts = ["What's the weather like", "calculate 12 * 4", "the the end", "Погода 5", "", "WETTER calc"]
-    for t in texts:
-        got = search_each(patterns, t)
-        want = [getattr(p, "rx", p).search(t) if p is not None else None for p in patterns]
-        assert [m and m.span() for m in got] == [m and m.span() for m in want], t
-    scans = []
-    real = PatternSet.candidates
-    monkeypatch.setattr(PatternSet, "candidates", lambda self, text: scans.append(id(self)) or real(self, text))
-    search_each(patterns, "calculate the weather 7")
-    assert sorted(scans) == sorted([id(one), id(two)])
 
 
 @pytest.mark.parametrize("pattern, text", [

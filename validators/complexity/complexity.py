@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from mashbill.factory.records import Verdict
-from mashbill.validators.complexity.complexity_rules import CompiledCues, ComplexityRuleSet
+from mashbill.validators.complexity.complexity_rules import CUE_GROUPS, CompiledCues, ComplexityRuleSet
 
 STAGE = "validate"
 
@@ -54,7 +54,11 @@ class QueryFacts:
 
 def analyze(rs: ComplexityRuleSet, query: str, history: int = 0) -> QueryFacts:
     cues = cues_for(rs)
-    return QueryFacts(query, len(query.split()), history, cues.find_all(query, rs.bounds.utility_chars))
+    facts = QueryFacts(query, len(query.split()), history)
+    for group in CUE_GROUPS:
+        text = query[:rs.bounds.utility_chars] if group == "utility" else query
+        facts.hits[group] = cues.find(group, text)
+    return facts
 
 
 def heuristic(rs: ComplexityRuleSet, facts: QueryFacts) -> tuple[str, str]:

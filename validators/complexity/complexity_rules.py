@@ -21,7 +21,7 @@ from mashbill.specs.loader import load_model
 from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 from mashbill.validators.plans.rulebase import Checks, RuleEntry
-from mashbill.validators.prefilter import PatternSet, search_each
+from mashbill.validators.prefilter import PatternSet
 
 CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup",
               "greeting", "calculation", "complex_evidence", "maths", "task", "en_de")
@@ -106,13 +106,6 @@ class CompiledCues:
         pat = self.patterns[group]
         m = pat.search(text) if pat is not None else None
         return m.group(0) if m else None
-
-    def find_all(self, text: str, utility_chars: int) -> dict[str, str | None]:
-        """`find` of every cue group in CUE_GROUPS order; the utility group looks at the first utility_chars only."""
-        groups = [g for g in CUE_GROUPS if g != "utility"]
-        found = dict(zip(groups, search_each([self.patterns[g] for g in groups], text)))
-        return {g: self.find(g, text[:utility_chars]) if g == "utility" else
-                (found[g].group(0) if found[g] else None) for g in CUE_GROUPS}
 
 
 def _check(rs: ComplexityRuleSet, path: Path, lines) -> None:
