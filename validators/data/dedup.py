@@ -22,10 +22,13 @@ import numpy as np
 
 from mashbill.factory.records import Verdict
 from mashbill.specs.holdout import normalize
+from mashbill.validators.plans.rulebase import DedupConfig
 
-# The clustering's defaults (rule sets' `dedup` section, the freeze's own clustering, groups_profile): one place, so
-# that a freeze and a validation that both take the defaults cluster the same way.
-SHINGLE, NUM_PERM, BANDS, MARGIN = 5, 128, 16, 0.15
+# The clustering's defaults are a rule set's `dedup` section's (DedupConfig), so that a freeze and a validation that
+# both take the defaults cluster the same way; the estimate's margin is not a rule set setting.
+_RULE_SET_DEFAULTS = DedupConfig()
+SHINGLE, NUM_PERM, BANDS = _RULE_SET_DEFAULTS.shingle, _RULE_SET_DEFAULTS.num_perm, _RULE_SET_DEFAULTS.bands
+MARGIN = 0.15
 
 _EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _C = np.uint64(1 << 32)

@@ -8,7 +8,6 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from mashbill.specs.model import Strict
-from mashbill.validators.data.dedup import BANDS, NUM_PERM, SHINGLE
 
 CODE_RE = r"^[A-Z]{2,8}[0-9]{3}$"
 
@@ -27,9 +26,9 @@ class DedupConfig(Strict):
     exact_severity: Literal["reject", "penalty", "flag"] = "reject"
     near_code: str = Field("DUP002", pattern=CODE_RE)
     near_severity: Literal["reject", "penalty", "flag"] = "penalty"
-    shingle: int = Field(SHINGLE, ge=1, le=16)
-    num_perm: int = Field(NUM_PERM, ge=16, le=1024)
-    bands: int = Field(BANDS, ge=1)
+    shingle: int = Field(5, ge=1, le=16)  # the clustering's defaults (validators.data.dedup reads them here)
+    num_perm: int = Field(128, ge=16, le=1024)
+    bands: int = Field(16, ge=1)
     threshold: float = Field(0.8, gt=0, le=1)
 
     @model_validator(mode="after")
