@@ -13,6 +13,8 @@ from typing import Iterator, Sequence
 
 import pyarrow as pa
 
+from mashbill.errors import StoreError
+
 REVIEW_COLUMNS = ("record_id", "reviewer", "status", "decision", "corrected_output", "correction_valid",
                   "correction_issues", "response_values", "responded_at", "pulled_at", "dataset")
 
@@ -23,6 +25,7 @@ def _in(values: Sequence) -> str:
 
 class StoreQueries:
     con: object  # the DuckDB connection Store holds
+    root: object  # the store folder (pathlib.Path)
 
     @contextmanager
     def _ids(self, name: str, ids: Sequence[str]) -> Iterator[None]:
@@ -292,13 +295,14 @@ class StoreQueries:
         of the hash (for `record_states(ids=...)`).
 
         Columns: record_id, run_id, validation_id, n_tokens; input and meta as stored (JSON text); output and
-        messages as canonical JSON text (what `canonical_json` gives for the decoded value); prompt (the messages as
-        list<struct<role, content>>); output_type and output_len (the output's JSON type and array length); and
+        messages as canonical JSON text (what `canonical_json` gives for the decoded value); output_type and
+        output_len (the output's JSON type and array length); and
         per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the
         list of what it matched). With `key_label`, a `key` column (the sha256 hex of the canonical JSON array
         [key_label, messages, the output's canonical JSON as a string]) instead of `messages`: the long prompts are
-        hashed where they are, not copied out (issue 29). `n_tokens`: the training example's token count that the
-        record's latest validation kept, where that validation counted under `tokens_profile` (else NULL)."""
+        hashed where they are, not copied out (issue 29). The prompts stay in the store: `prompts_of` reads them when
+        a snapshot's split is written. `n_tokens`: the training example's token count that the record's latest
+        validation kept, where that validation counted under `tokens_profile` (else NULL)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
             if not (name.isidentifier() and col in ("input", "output", "meta") and "'" not in path):
                 raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")
@@ -323,7 +327,6 @@ class StoreQueries:
             "FROM l LEFT JOIN validation_runs vr ON vr.validation_id = l.m.v) "
             f"SELECT r.record_id, r.run_id, m.validation_id, m.n_tokens, r.input, r.meta, "
             f"{m.format(col='r.output')} AS output, {messages}, "
-            """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]') AS prompt, """
             "json_type(r.output) AS output_type, json_array_length(r.output) AS output_len"
             f"{extra} FROM records r JOIN m USING (record_id) "
             "WHERE r.spec_hash = ? AND r.status = 'accepted' AND m.passed "
@@ -339,6 +342,27 @@ class StoreQueries:
         finally:
             self.con.unregister("_q_plain")
         return plain, others
+
+    _PROMPT = """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]')"""
+
+    def prompts_of(self, record_ids: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+        """The messages of these records as list<struct<role, content>> (the fields a snapshot keeps), in the order
+        given (an id may repeat). Read where they lie, straight into the order a snapshot's split is written in: at
+        a million records the prompts are most of the freeze's memory, and on a machine that charges for every page
+        it touches afresh, most of its time (issue 29, bench/RESULTS.md)."""
+        import numpy as np
+
+        order = pa.table({"record_id": record_ids, "pos": pa.array(np.arange(len(record_ids), dtype=np.int64))})
+        self.con.register("_q_prompts", order)
+        try:
+            got = self.con.sql(f"SELECT {self._PROMPT} AS prompt FROM _q_prompts o JOIN records r USING (record_id) "
+                               "ORDER BY o.pos").to_arrow_table()
+        finally:
+            self.con.unregister("_q_prompts")
+        if got.num_rows != len(record_ids):
+            raise StoreError(f"store {self.root}: {len(record_ids) - got.num_rows} of {len(record_ids)} records asked "
+                             "for their prompts are not in the store")
+        return got.column("prompt")
 
     def usable(self, spec_hash: str, *, require_review: bool = False, validator=None, recheck_for=None,
                ids: Sequence[str] | None = None) -> list:

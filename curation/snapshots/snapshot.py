@@ -86,8 +86,9 @@ def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str
         reviewed = built.review["reviewed"] or built.review["require_review"]
         stats = store_series(store, built.spec_hashes, built.review if reviewed else None)
         teacher = teacher_facts(store, built.run_ids)
-    return write_snapshot(built, rs, stats, teacher, store_path, root, final, name, version, tokens,
-                          latest if reuse_identical else None)
+        # with the store open: the plain records' prompts are read from it as each split is written
+        return write_snapshot(built, rs, stats, teacher, store_path, root, final, name, version, tokens,
+                              store.prompts_of, latest if reuse_identical else None)
 
 
 def teacher_facts(store: Store, run_ids: list[str]) -> list[dict]:

@@ -1,8 +1,8 @@
 """A snapshot's examples as one Arrow table, built column by column (issue 29: the columnar freeze).
 
 Most records of a large store take the common path (accepted, validated, no review row, no judge's reject): the
-store hands them over as columns (`Store.plain_usable`: canonical JSON texts, the prompt as Arrow structs, a few JSON
-paths), so no record is decoded whole. Their example key is hashed by the store (the bytes
+store hands them over as columns (`Store.plain_usable`: canonical JSON texts and a few JSON paths), so no record is
+decoded whole, and their prompts stay in the store until the split they land in is written (`Store.prompts_of`). Their example key is hashed by the store (the bytes
 `example_key("sft", messages, completion)` hashes, without copying the prompts out), and their labels and cell are
 computed once per distinct combination of the values the labels read (the input's lang/type/complexity, the meta's
 lang and taxonomy renames, and for plans the output's task categories and length, for complexity labels the output's
@@ -33,6 +33,7 @@ EXAMPLES = pa.schema([
     ("links", pa.list_(pa.string())),  # other keys this example must share a split with
     ("inputs", pa.string()),  # the record's input as JSON text (decoded for curation.group_by), not written
     ("n_tokens", pa.int32()),  # the count validation kept under the freeze's tokenizer and template, else NULL
+    ("prompt_in_store", pa.bool_()),  # a plain record's prompt (NULL here): read from the store when written
 ])
 
 # the JSON paths the plain path reads (names are Store.plain_usable column names)
@@ -76,7 +77,7 @@ def from_examples(examples: Sequence) -> pa.Table:
             "completion": [e.completion for e in examples], "rejected": [e.rejected for e in examples],
             "rejected_codes": [e.rejected_codes for e in examples], "turns": [e.turns for e in examples],
             "links": [e.group_links for e in examples], "inputs": [canonical_json(e.inputs) for e in examples],
-            "n_tokens": [None] * len(examples)}
+            "n_tokens": [None] * len(examples), "prompt_in_store": [False] * len(examples)}
     return pa.table({f.name: pa.array(cols[f.name], f.type) for f in EXAMPLES}, schema=EXAMPLES)
 
 
@@ -133,13 +134,14 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inpu
         "query": pa.array(queries, pa.string()), "lang": pa.array(list(langs), pa.string()),
         "labels": pa.array(list(labels), pa.string()), "cell": pa.array(list(cells), pa.string()),
         "class_labels": pa.array(list(classes), pa.list_(pa.string())),
-        "prompt": plain.column("prompt").cast(pa.list_(MESSAGE)),
+        "prompt": pa.nulls(n, pa.list_(MESSAGE)),
         "completion": pa.array(outputs, pa.string()), "rejected": none,
         "rejected_codes": pa.array([[]] * n, pa.list_(pa.string())), "turns": pa.nulls(n, pa.list_(MESSAGE)),
         "links": pa.array([[]] * n, pa.list_(pa.string())),
         "inputs": plain.column("input") if inputs else none,  # the stored JSON text
         "n_tokens": plain.column("n_tokens").cast(pa.int32()) if "n_tokens" in plain.schema.names
         else pa.nulls(n, pa.int32()),
+        "prompt_in_store": pa.array([True] * n, pa.bool_()),
     }, schema=EXAMPLES)
 
 

@@ -21,8 +21,9 @@ from mashbill.curation.selection.select import Excluded
 from mashbill.curation.snapshots.snapshot_card import dataset_card
 from mashbill.curation.snapshots.snapshot_examples import Built
 from mashbill.curation.snapshots.snapshot_find import verify
-from mashbill.curation.snapshots.snapshot_format import (CARD, FORMAT, MANIFEST, REJECT_SCHEMA, SCHEMA, FreezeResult,
-                                               SnapshotError, integrity_of, manifest_bytes, snapshot_id_of)
+from mashbill.curation.snapshots.snapshot_format import (CARD, FORMAT, MANIFEST, MESSAGE, REJECT_SCHEMA, SCHEMA,
+                                                         FreezeResult, SnapshotError, integrity_of, manifest_bytes,
+                                                         snapshot_id_of)
 from mashbill.curation.selection.split import SPLITS
 from mashbill.curation.snapshots.snapshot_split import split_and_balance
 from mashbill.factory.stats import percentiles
@@ -78,10 +79,34 @@ def publish(tmp: Path, final: Path, manifest: dict, ref: str) -> None:
                             "nothing was replaced") from None
 
 
-def split_tables(t: pa.Table, sp, n_tokens: list | None):
+def prompts_at(t: pa.Table, rows, prompts_of) -> pa.ChunkedArray:
+    """The prompts of the examples table's `rows` (positions, in that order): the table's own, and those of plain records
+    read from the store (`prompts_of`, Store.prompts_of) in the same order, so they are copied once, not taken out of
+    a column of every prompt (issue 29)."""
+    import numpy as np
+
+    rows = np.asarray(rows, dtype=np.int64)
+    at = pa.array(rows, pa.int64())
+    in_store = t.column("prompt_in_store").take(at).to_numpy(zero_copy_only=False)
+    if not in_store.any():
+        return t.column("prompt").take(at)
+    stored = prompts_of(t.column("record_id").take(pa.array(rows[in_store], pa.int64()))).cast(pa.list_(MESSAGE))
+    if in_store.all():
+        return stored
+    # some of both (reviewed or corrected records beside plain ones): the two parts, then each row from its part
+    own = t.column("prompt").take(pa.array(rows[~in_store], pa.int64()))
+    both = pa.concat_arrays([*stored.chunks, *own.chunks])
+    where = np.empty(len(rows), dtype=np.int64)
+    where[np.nonzero(in_store)[0]] = np.arange(int(in_store.sum()))
+    where[np.nonzero(~in_store)[0]] = int(in_store.sum()) + np.arange(int((~in_store).sum()))
+    return pa.chunked_array([both.take(pa.array(where, pa.int64()))])
+
+
+def split_tables(t: pa.Table, sp, n_tokens: list | None, prompts_of):
     """Each split's rows of the snapshot schema, one split at a time (split, table): its examples and their
     oversampled copies, sorted by (cell, row kind, key, copy). The order is found on those columns alone and the
-    wide ones (the prompts) are taken once, so a split's rows are in memory once, not three times (issue 29)."""
+    wide ones are taken once (the prompts read from the store into that order: `prompts_at`), so a split's rows are
+    in memory once, not three times (issue 29)."""
     import numpy as np
 
     keys, copies = sp.keys, sp.copies
@@ -92,7 +117,7 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None):
     group = pa.array(sp.res.roots, pa.string())
     tokens = pa.array(n_tokens, pa.int32()) if n_tokens is not None else pa.nulls(t.num_rows, pa.int32())
     narrow = t.select(["cell", "row_kind", "key"])
-    wide = [f.name for f in SCHEMA if f.name in t.schema.names and f.name != "n_tokens"]
+    wide = [f.name for f in SCHEMA if f.name in t.schema.names and f.name not in ("n_tokens", "prompt")]
     wide += ["key"] if "key" not in wide else []
     for j, split in enumerate(SPLITS):
         pos = np.nonzero(side == j)[0]
@@ -107,42 +132,41 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None):
         take = pa.array(rows[pos], pa.int64())
         sub = t.select(wide).take(take)  # only the columns written
         cols = {name: sub.column(name) for name in wide}
+        cols["prompt"] = prompts_at(t, rows[pos], prompts_of)
         cols["example_id"] = sub.column("key")
         cols["group"] = group.take(pa.array(pos, pa.int64()))
         cols["copy"] = pa.array(copy.astype(np.int32), pa.int32())
         cols["n_tokens"] = tokens.take(take)
-        yield split, pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA).combine_chunks()
+        # the prompts come in the store's batches; the Parquet writer writes the same bytes for chunked columns
+        yield split, pa.table({f.name: cols[f.name] for f in SCHEMA}, schema=SCHEMA)
         del sub, cols
 
 
 class Conversations:
-    """Each row's conversation as a trainer renders it (its turns, else its prompt and the completion), read from the
-    table only for the slice asked for: every prompt of a million-record snapshot as Python objects at once was
+    """Each row's conversation as a trainer renders it (its turns, else its prompt and the completion), made Python
+    objects only for the slice asked for: every prompt of a million-record snapshot as Python objects at once was
     gigabytes (issue 29)."""
 
-    def __init__(self, t: pa.Table, rows: list[int]):
-        self.t, self.rows = t.select(["turns", "prompt", "completion"]), rows
+    def __init__(self, t: pa.Table, rows: list[int], prompts_of):
+        at = pa.array(rows, pa.int64())
+        self.n = len(rows)
+        self.turns, self.completions = t.column("turns").take(at), t.column("completion").take(at)
+        self.prompts = prompts_at(t, rows, prompts_of)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.n
 
     def __getitem__(self, part: slice) -> list[list[dict]]:
-        import numpy as np
-
-        rows = np.asarray(self.rows[part], dtype=np.int64)
-        if not len(rows):
-            return []
-        # taken from the zero-copy slice the rows lie in: a take on the whole chunked table concatenates it each
-        # time (5.5 s a 176,000-row freeze, 1,024 rows at a time, against 2.3 s for one take of them all)
-        low = int(rows.min())
-        sub = self.t.slice(low, int(rows.max()) - low + 1).take(pa.array(rows - low))
-        turns, prompts, completions = (sub.column(c).to_pylist() for c in ("turns", "prompt", "completion"))
+        start, stop, _ = part.indices(self.n)
+        turns, prompts, completions = (c.slice(start, max(0, stop - start)).to_pylist()
+                                       for c in (self.turns, self.prompts, self.completions))
         return [turn or [*prompt, {"role": "assistant", "content": completion}]
                 for turn, prompt, completion in zip(turns, prompts, completions)]
 
 
 def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[dict], store_path: Path, root: Path,
-           final: Path, name: str, version: str, tokens: bool, reuse: Path | None = None) -> FreezeResult:
+           final: Path, name: str, version: str, tokens: bool, prompts_of, reuse: Path | None = None) -> FreezeResult:
+    """`prompts_of`: the open store's `Store.prompts_of`, for the prompts the examples table left in the store."""
     sp = split_and_balance(built, rs)
     trim_freed_memory()  # the grouping's small objects, before the Arrow pool takes the splits' columns
     t = built.examples
@@ -154,7 +178,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
         # the counts validation kept under this tokenizer and template; only the rest are rendered and counted
         known = t.column("n_tokens").take(pa.array(sp.rows, pa.int64())).to_pylist() if sp.rows else []
         todo = [i for i, n in enumerate(known) if n is None]
-        counted = token_lengths(profile, rs.home, Conversations(t, [sp.rows[i] for i in todo])) if todo else []
+        counted = token_lengths(profile, rs.home, Conversations(t, [sp.rows[i] for i in todo], prompts_of)) if todo else []
         lengths = None
         if counted is not None:
             lengths = known
@@ -183,7 +207,7 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
     try:
         (tmp / "data").mkdir()
         counts, cells, row_kinds = {}, {}, {}
-        for s, table in split_tables(t, sp, n_tokens):  # one split in memory at a time
+        for s, table in split_tables(t, sp, n_tokens, prompts_of):  # one split in memory at a time
             write_parquet(table, tmp / "data" / f"{s}.parquet")
             counts[s] = table.num_rows
             cells[s] = dict(sorted(Counter(table.column("cell").to_pylist()).items()))

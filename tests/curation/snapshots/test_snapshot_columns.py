@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from mashbill.curation.snapshots.snapshot import freeze, verify
 from mashbill.curation.snapshots.snapshot_examples import example_key
+from mashbill.errors import StoreError
 from mashbill.factory.records import Record, SpecRef
 from mashbill.factory.store import Store
 from mashbill.hashing import canonical_json
@@ -141,19 +143,24 @@ def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
         # r2: a flag leaves a record usable, so it is plain; r3: the judge rejected it; r4: never validated
         plain, others = s.plain_usable(ref.hash, [("lang", "input", "$.lang")])
         keyed, _ = s.plain_usable(ref.hash, key_label="sft")
+        # the prompts stay in the store, read in the order asked for (an id may repeat), an unknown id refused
+        prompts = s.prompts_of(pa.array(["r5", "r0", "r1", "r5"])).to_pylist()
+        with pytest.raises(StoreError, match="1 of 2 records"):
+            s.prompts_of(pa.array(["r0", "nope"]))
         with pytest.raises(ValueError):
             s.plain_usable(ref.hash, key_label="sft'; DROP TABLE records; --")
     assert plain.column("record_id").to_pylist() == ["r0", "r1", "r2", "r5"] and others == ["r3", "r4"]
+    by_id = {r.id: r for r in recs}
     # the store's key is the example key curation computes over what a snapshot trains (no output: null)
     assert keyed.column("key").to_pylist() == [example_key("sft", list(r.messages), canonical_json(r.output))
                                                for r in recs if r.id in ("r0", "r1", "r2", "r5")]
-    assert "messages" not in keyed.column_names
-    by_id = {r.id: r for r in recs}
+    assert "messages" not in keyed.column_names and "prompt" not in plain.column_names
+    assert prompts == [[{"role": m["role"], "content": m["content"]} for m in by_id[i].messages]
+                       for i in ("r5", "r0", "r1", "r5")]
     for row in plain.to_pylist():
         rec = by_id[row["record_id"]]
         assert row["output"] == (None if rec.output is None else canonical_json(rec.output))
         assert row["messages"] == canonical_json(list(rec.messages))
-        assert row["prompt"] == [{"role": m["role"], "content": m["content"]} for m in rec.messages]
         assert row["lang"] == (None if "lang" not in rec.input else json.dumps(rec.input["lang"]))
 
 
