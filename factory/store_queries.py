@@ -173,11 +173,17 @@ class StoreQueries:
 
     # ------------------------------------------------------------ verdicts and validation marks
 
-    def verdict_rows(self, spec_hash: str) -> list[tuple[str, str, str, str, str | None]]:
-        """(record id, stage, code, severity, detail) of every verdict on a spec hash's records."""
-        return self.con.execute(
-            "SELECT v.record_id, v.stage, v.code, v.severity, v.detail FROM verdicts v JOIN records r "
-            "USING (record_id) WHERE r.spec_hash = ? ORDER BY v.record_id, v.stage, v.code", [spec_hash]).fetchall()
+    def verdict_rows(self, spec_hash: str, record_ids: Sequence[str] | None = None
+                     ) -> list[tuple[str, str, str, str, str | None]]:
+        """(record id, stage, code, severity, detail) of every verdict on a spec hash's records (of `record_ids`
+        only, when given)."""
+        sql = ("SELECT v.record_id, v.stage, v.code, v.severity, v.detail FROM verdicts v JOIN records r "
+               "USING (record_id) WHERE r.spec_hash = ? {} ORDER BY v.record_id, v.stage, v.code")
+        if record_ids is None:
+            return self.con.execute(sql.format(""), [spec_hash]).fetchall()
+        with self._ids("_q_verdicts", record_ids):
+            return self.con.execute(sql.format("AND v.record_id IN (SELECT record_id FROM _q_verdicts)"),
+                                    [spec_hash]).fetchall()
 
     def stage_verdicts(self, spec_hash: str, stage: str, code: str) -> list[tuple[str, str]]:
         """(record id, detail) of one spec hash's verdicts of one stage and code, in record id order."""

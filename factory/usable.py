@@ -134,7 +134,7 @@ def record_states(store, spec_hash: str, *, require_review: bool = False, valida
     records = store.records(spec_hash=spec_hash, ids=ids)
     marks = store.latest_marks(spec_hash, ids)
     verdicts: dict[str, list[tuple[str, str, str, str]]] = {}
-    for rid, stage, code, severity, detail in store.verdict_rows(spec_hash):
+    for rid, stage, code, severity, detail in store.verdict_rows(spec_hash, ids):
         verdicts.setdefault(rid, []).append((stage, code, severity, detail or ""))
     decisions: dict[str, list[dict]] = {}
     for row in (store.review_rows(spec_hashes=[spec_hash]) if ids is None else

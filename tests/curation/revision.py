@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from mashbill.curation.snapshots.snapshot_format import CARD
+
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("specs", "factory", "validators", "curation", "trainers", "exporters")
 
@@ -68,8 +70,14 @@ def store_for_revision(store: Path, pkg: Path, dest: Path) -> Path:
     return dest
 
 
+def _card_without_store(folder: Path) -> str:
+    store = json.loads((folder / "manifest.json").read_text())["store"]["path"]
+    return (folder / CARD).read_text(encoding="utf-8").replace(store, "<store>")
+
+
 def same_snapshot(a: Path, b: Path) -> list[str]:
-    """What differs between two snapshot folders, beyond the manifest's frozen_at, integrity and store path."""
+    """What differs between two snapshot folders, beyond the manifest's frozen_at, integrity and store path (which
+    the dataset card names too: a revision's freeze reads a copy of the store, `store_for_revision`)."""
     fa = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
     fb = sorted(p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file())
     if fa != fb:
@@ -79,11 +87,17 @@ def same_snapshot(a: Path, b: Path) -> list[str]:
         if f == "manifest.json":
             ma, mb = json.loads((a / f).read_text()), json.loads((b / f).read_text())
             for k in sorted(set(ma) | set(mb)):
-                if ma.get(k) != mb.get(k) and k not in ("frozen_at", "integrity", "store"):
+                if ma.get(k) != mb.get(k) and k not in ("frozen_at", "integrity", "store", "files"):
                     bad.append(f"manifest.{k}")
             if {k: v for k, v in ma["store"].items() if k != "path"} != {k: v for k, v in mb["store"].items()
                                                                           if k != "path"}:
                 bad.append("manifest.store")
+            if ({k: v for k, v in ma["files"].items() if k != CARD}
+                    != {k: v for k, v in mb["files"].items() if k != CARD}):  # the card is compared below
+                bad.append("manifest.files")
+        elif f == CARD:
+            if _card_without_store(a) != _card_without_store(b):
+                bad.append(f)
         elif (a / f).read_bytes() != (b / f).read_bytes():
             bad.append(f)
     return bad
