@@ -80,9 +80,9 @@ def publish(tmp: Path, final: Path, manifest: dict, ref: str) -> None:
 
 
 def prompts_at(t: pa.Table, rows, prompts_of) -> pa.ChunkedArray:
-    """The prompts of the examples table's `rows` (positions, in that order): the table's own, and those of plain records
-    read from the store (`prompts_of`, Store.prompts_of) in the same order, so they are copied once, not taken out of
-    a column of every prompt (issue 29)."""
+    """The prompts of the examples table's `rows` (positions, in that order): the table's own, and those of plain
+    records read from the store (`prompts_of`, Store.prompts_of) in the same order, so they are copied once, not taken
+    out of a column of every prompt (issue 29)."""
     import numpy as np
 
     rows = np.asarray(rows, dtype=np.int64)
@@ -178,7 +178,8 @@ def write_snapshot(built: Built, rs: ResolvedSpec, stats: dict, teacher: list[di
         # the counts validation kept under this tokenizer and template; only the rest are rendered and counted
         known = t.column("n_tokens").take(pa.array(sp.rows, pa.int64())).to_pylist() if sp.rows else []
         todo = [i for i, n in enumerate(known) if n is None]
-        counted = token_lengths(profile, rs.home, Conversations(t, [sp.rows[i] for i in todo], prompts_of)) if todo else []
+        counted = (token_lengths(profile, rs.home, Conversations(t, [sp.rows[i] for i in todo], prompts_of))
+                   if todo else [])
         lengths = None
         if counted is not None:
             lengths = known

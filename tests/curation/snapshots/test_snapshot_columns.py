@@ -191,3 +191,18 @@ def test_complexity_labels_from_the_projected_paths_are_those_of_each_decoded_re
     decoded = columns.plain_table(plain, "complexity", dims, "c@1")
     assert projected.equals(decoded)
     assert len(set(projected.column("cell").to_pylist())) > 5
+
+
+def test_a_split_written_with_its_prompts_in_chunks_is_the_bytes_of_one_chunk(tmp_path):
+    """Each split's prompts arrive in the store's batches (Store.prompts_of); the snapshot's bytes must not depend on
+    where those batches end."""
+    from mashbill.curation.snapshots.snapshot_format import MESSAGE
+    from mashbill.curation.snapshots.snapshot_write import write_parquet
+
+    rows = [[{"role": "system", "content": "Plan. " * (i % 7 + 200)}, {"role": "user", "content": f"q{i} ü"}]
+            for i in range(5000)]
+    one = pa.chunked_array([pa.array(rows, pa.list_(MESSAGE))])
+    parts = pa.chunked_array([pa.array(rows[a:b], pa.list_(MESSAGE)) for a, b in ((0, 1), (1, 2600), (2600, 5000))])
+    for name, column in (("one", one), ("parts", parts)):
+        write_parquet(pa.table({"id": pa.array(range(5000)), "prompt": column}), tmp_path / f"{name}.parquet")
+    assert (tmp_path / "one.parquet").read_bytes() == (tmp_path / "parts.parquet").read_bytes()
