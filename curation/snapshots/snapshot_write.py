@@ -96,9 +96,10 @@ def prompts_at(t: pa.Table, rows, prompts_of) -> pa.ChunkedArray:
     # some of both (reviewed or corrected records beside plain ones): the two parts, then each row from its part
     own = t.column("prompt").take(pa.array(rows[~in_store], pa.int64()))
     both = pa.concat_arrays([*stored.chunks, *own.chunks])
+    k = len(stored)
     where = np.empty(len(rows), dtype=np.int64)
-    where[np.nonzero(in_store)[0]] = np.arange(int(in_store.sum()))
-    where[np.nonzero(~in_store)[0]] = int(in_store.sum()) + np.arange(int((~in_store).sum()))
+    where[in_store] = np.arange(k)
+    where[~in_store] = k + np.arange(len(rows) - k)
     return pa.chunked_array([both.take(pa.array(where, pa.int64()))])
 
 
@@ -149,15 +150,14 @@ class Conversations:
 
     def __init__(self, t: pa.Table, rows: list[int], prompts_of):
         at = pa.array(rows, pa.int64())
-        self.n = len(rows)
         self.turns, self.completions = t.column("turns").take(at), t.column("completion").take(at)
         self.prompts = prompts_at(t, rows, prompts_of)
 
     def __len__(self) -> int:
-        return self.n
+        return len(self.completions)
 
     def __getitem__(self, part: slice) -> list[list[dict]]:
-        start, stop, _ = part.indices(self.n)
+        start, stop, _ = part.indices(len(self))
         turns, prompts, completions = (c.slice(start, max(0, stop - start)).to_pylist()
                                        for c in (self.turns, self.prompts, self.completions))
         return [turn or [*prompt, {"role": "assistant", "content": completion}]
