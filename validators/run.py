@@ -127,6 +127,22 @@ def _rank(sev: str) -> int:
 # ---------------------------------------------------------------- the checks
 
 
+@dataclass
+class SpanBatch:
+    """What one batch adds to a span pass: its verdicts (record key, verdicts) and the figures the section sums."""
+
+    verdicts: list[tuple[str, list[Verdict]]] = field(default_factory=list)
+    totals: list[int] = field(default_factory=list)
+    targets: list[int] = field(default_factory=list)
+    margins: list[int] = field(default_factory=list)
+    shapes: list[tuple] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)  # per row: its token count, -1 for none
+    cut: int = 0
+    examples: int = 0
+    fast_s: float = 0.0
+    pieces: int = 0
+
+
 class SpanPass:
     """The token-span check over rows, a batch at a time: each batch's verdicts go into the report and its totals
     into ``row.meta``; what the report's span section sums up, and each example's shape for the audit sample, are
@@ -142,6 +158,7 @@ class SpanPass:
         self.cut = 0
         self.examples = 0
         self.fast_s = 0.0
+        self.pieces = 0  # pieces the engines tokenized (one engine per worker process when the batches are spread)
         self.shapes: dict[bool, list[tuple]] = {False: [], True: []}  # train rows first, then eval rows
         self.kept: dict[bool, list] = {False: [], True: []}  # file mode: the examples themselves, for the audit
         # each row's count (the largest of its examples'; -1: none, after a span error), in the order the rows came
@@ -171,40 +188,62 @@ class SpanPass:
         return self.engine
 
     def add(self, rows: list[Row], *, eval_rows: bool = False, keep: bool = False) -> None:
+        self.take(self.measure(rows), eval_rows=eval_rows)
+        if keep:
+            self.kept[eval_rows] += [ex for r in rows for ex in r.examples]
+
+    def measure(self, rows: list[Row]) -> "SpanBatch":
+        """One batch's span results, with no state of this pass changed but each row's ``meta`` (its token total and
+        margin, which the expectations read): what ``take`` adds. A worker process measures, the pass takes."""
         from mashbill.validators.spans.spans import judge, shape
 
         prof = self.opts.profile
         examples = [ex for r in rows for ex in r.examples]
+        out = SpanBatch()
         if prof is None or not examples:
-            self.counts[eval_rows].extend([-1] * len(rows))
-            return
+            out.counts = [-1] * len(rows)
+            return out
         engine = self._engine(examples)
+        pieces = engine.counter.encoded_pieces
         t0 = time.perf_counter()
         results = engine.fast(examples)
-        self.fast_s += time.perf_counter() - t0
+        out.fast_s = time.perf_counter() - t0
+        out.pieces = engine.counter.encoded_pieces - pieces
         by_key: dict[str, list] = {}
-        shapes = self.shapes[eval_rows]
         for ex, res in zip(examples, results):
-            out = judge(res, prof.max_seq_len, prof.truncation_side, prof.loss)
-            by_key.setdefault(res.key, []).append(out)
+            judged = judge(res, prof.max_seq_len, prof.truncation_side, prof.loss)
+            by_key.setdefault(res.key, []).append(judged)
             if res.error is None:
-                self.totals.append(res.total)
-                self.targets.append(res.trained)
-                self.margins.append(out.margin)
-            if any(v.code in ("SPAN001", "SPAN002") for v in out.verdicts):
-                self.cut += 1
-            self.report.add(res.key, out.verdicts)
-            shapes.append(shape(ex, res))
-        self.examples += len(results)
-        if keep:
-            self.kept[eval_rows] += examples
+                out.totals.append(res.total)
+                out.targets.append(res.trained)
+                out.margins.append(judged.margin)
+            if any(v.code in ("SPAN001", "SPAN002") for v in judged.verdicts):
+                out.cut += 1
+            out.verdicts.append((res.key, judged.verdicts))
+            out.shapes.append(shape(ex, res))
+        out.examples = len(results)
         for r in rows:
             outs = by_key.get(r.key)
             if outs:
                 r.meta["total_tokens"] = max(o.result.total for o in outs)
                 r.meta["margin"] = min(o.margin for o in outs)
             ok = outs and all(o.result.error is None for o in outs)
-            self.counts[eval_rows].append(r.meta["total_tokens"] if ok else -1)
+            out.counts.append(r.meta["total_tokens"] if ok else -1)
+        return out
+
+    def take(self, batch: "SpanBatch", *, eval_rows: bool = False) -> None:
+        """Add a measured batch to the pass (its verdicts to the report), batches in the order of the rows."""
+        self.totals += batch.totals
+        self.targets += batch.targets
+        self.margins += batch.margins
+        self.cut += batch.cut
+        self.examples += batch.examples
+        self.fast_s += batch.fast_s
+        self.pieces += batch.pieces
+        self.shapes[eval_rows] += batch.shapes
+        self.counts[eval_rows].extend(batch.counts)
+        for key, verdicts in batch.verdicts:
+            self.report.add(key, verdicts)
 
     def counts_by_key(self, keys: list[str]) -> dict[str, int]:
         """Each record's count by key (`keys`: the report's, train rows then eval rows, as the rows came)."""
@@ -220,10 +259,9 @@ class SpanPass:
         from mashbill.factory.stats import percentiles
         from mashbill.validators.spans.spans import audit_picked, stratified_pick
 
-        if self.engine is None:
+        if not self.examples:
             return
-        engine, prof = self.engine, self.opts.profile
-        pieces = engine.counter.encoded_pieces
+        prof = self.opts.profile
         t0 = time.perf_counter()
         pick = stratified_pick(self.shapes[False] + self.shapes[True], self.opts.audit_sample, self.opts.seed)
         if fetch is None:
@@ -231,6 +269,7 @@ class SpanPass:
             picked = [kept[i] for i in pick]
         else:
             picked = fetch(pick)
+        engine = self._engine(picked)  # loaded here when worker processes measured every batch
         audited = audit_picked(engine, picked, engine.fast(picked))
         self.audit_clean = not audited.get("findings")
         aud = add_audit_findings(self.report, audited)
@@ -244,7 +283,7 @@ class SpanPass:
             "tokens": percentiles(self.totals), "target_tokens": percentiles(self.targets),
             "margin": percentiles(self.margins),
             "share_cut": round(self.cut / n, 6) if n else 0.0,
-            "pieces_tokenized": pieces, "fast_s": round(self.fast_s, 3),
+            "pieces_tokenized": self.pieces, "fast_s": round(self.fast_s, 3),
             "audit": {**aud, "wall_s": round(audit_s, 3)},
         }
 
@@ -475,17 +514,153 @@ def _plan_meta(output) -> dict:
 
 
 BATCH = 20_000  # records held at once by a spec's validation (a million-record store in flat memory)
+JOB_BATCH = 2_000  # records a worker process checks at a time
+
+
+@dataclass
+class _Checked:
+    """One batch of stored records after the per-record checks (rules, token spans, personal data): what the rest of
+    a validation needs of it. Made in this process or in a worker process (``--jobs``); small to send back."""
+
+    verdicts: list[tuple[str, list[Verdict]]] = field(default_factory=list)  # per record, in order
+    keys: dict[bool, list[str]] = field(default_factory=lambda: {False: [], True: []})  # train rows, eval rows
+    queries: dict[bool, list[str | None]] = field(default_factory=lambda: {False: [], True: []})
+    frame: dict[bool, list[dict]] = field(default_factory=lambda: {False: [], True: []})
+    spans: dict[bool, SpanBatch] = field(default_factory=dict)
+    pii: dict[str, list[Verdict]] = field(default_factory=dict)
+    statuses: Counter = field(default_factory=Counter)
+    rule_counts: Counter = field(default_factory=Counter)
+    taxonomy_sources: Counter = field(default_factory=Counter)  # the checker's tallies for the rules section
+    skipped: Counter = field(default_factory=Counter)
+
+
+class _RecordChecks:
+    """The per-record part of a spec's validation, one batch at a time: each record's rules, token spans and
+    personal data depend on that record alone, so batches can be checked in any process and joined in order."""
+
+    def __init__(self, rs, opts: Options, checker=None, spans: SpanPass | None = None):
+        from mashbill.validators.checker import RecordChecker
+
+        self.kind = rs.spec.kind
+        self.opts = opts
+        self.checker = checker or RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
+        # measures only: the validation's own pass in this process, a pass of its own (whose report is never read)
+        # in a worker process; the validation's pass takes what it measures
+        if spans is None and opts.spans and opts.profile is not None:
+            spans = SpanPass(opts, Report("", ""))
+        self.spans = spans
+
+    def check(self, records) -> _Checked:
+        from mashbill.hashing import canonical_json
+
+        out = _Checked()
+        checker = self.checker
+        rows: dict[bool, list[Row]] = {False: [], True: []}
+        for rec in records:
+            out.statuses[rec.status] += 1
+            meta = rec.meta or {}
+            query = rec.input.get("query") if isinstance(rec.input, dict) else None
+            target = canonical_json(rec.output) if rec.output is not None else rec.raw
+            row = Row(rec.id, query=query, target=target, n_messages=len(rec.messages) + 1)
+            row.meta["lang"] = rec.input.get("lang") or guess_lang(query) if isinstance(rec.input, dict) else None
+            verdicts: list[Verdict] = []
+            if rec.output is None:
+                verdicts.append(Verdict("SCHEMA002", "reject", "the output is missing or did not parse as JSON",
+                                        STAGE))
+            else:
+                found = checker.check(rec.input if isinstance(rec.input, dict) else {}, rec.output, meta)
+                out.rule_counts.update(v.code for v in found if v.code != "SCHEMA001")
+                verdicts += found
+                if self.kind == "plan":
+                    row.meta.update(_plan_meta(rec.output))
+                elif isinstance(rec.output, dict):
+                    if "complexity" in rec.output:
+                        row.meta["label"] = rec.output["complexity"]
+                    if isinstance(rec.output.get("experts"), list):
+                        row.meta["n_experts"] = len(rec.output["experts"])
+            out.verdicts.append((rec.id, verdicts))
+            row.examples.append(_example(rec))
+            rows[str(meta.get("split", "")).lower() in EVAL_SPLITS].append(row)
+        for part in (False, True):
+            if self.spans is not None:
+                out.spans[part] = self.spans.measure(rows[part])
+            out.pii.update(pii_found(rows[part], self.opts))
+            for r in rows[part]:
+                out.keys[part].append(r.key)
+                out.queries[part].append(r.query)
+                line = expectation_row(r)
+                if line is not None:
+                    out.frame[part].append(line)
+        # the checker's tallies, handed over and restarted so that each batch carries its own
+        out.taxonomy_sources, checker.taxonomy_sources = checker.taxonomy_sources, Counter()
+        out.skipped, checker.skipped = checker.skipped, Counter()
+        return out
+
+
+_WORKER: dict = {}
+
+
+def _worker_start(spec_path: str, spec_hash: str, opts: Options) -> None:
+    _WORKER["args"] = (spec_path, spec_hash, opts)  # built on the first batch, so that its errors reach the caller
+
+
+def _worker_check(records) -> _Checked:
+    checks = _WORKER.get("checks")
+    if checks is None:
+        from mashbill.specs import load_spec
+
+        spec_path, spec_hash, opts = _WORKER["args"]
+        rs = load_spec(spec_path)
+        if rs.hash != spec_hash:  # the spec or a file it names changed since the validation began
+            raise ValidationInputError(f"{spec_path} changed during the validation (hash {rs.hash[:12]}, was "
+                                       f"{spec_hash[:12]}); run it again")
+        checks = _WORKER["checks"] = _RecordChecks(rs, opts)
+    return checks.check(records)
+
+
+def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: int):
+    """Each batch checked, in the order read: here, or in parts spread over `jobs` worker processes (spawned, so
+    that no DuckDB or tokenizer thread of this process is forked), at most two parts a worker ahead of the reader."""
+    if jobs <= 1:
+        for records in batches:
+            yield len(records), checks.check(records)
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    worker_opts = Options(**{**opts.__dict__, "progress": None})
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                               initargs=(str(rs.path), rs.hash, worker_opts))
+    pending: deque = deque()
+    try:
+        for batch in batches:
+            size = max(1, min(JOB_BATCH, -(-len(batch) // (4 * jobs))))  # every worker busy to the last batch
+            for at in range(0, len(batch), size):
+                pending.append((len(batch[at:at + size]), pool.submit(_worker_check, batch[at:at + size])))
+                if len(pending) >= 2 * jobs:
+                    n, fut = pending.popleft()
+                    yield n, fut.result()
+        while pending:
+            n, fut = pending.popleft()
+            yield n, fut.result()
+    except BrokenProcessPool:
+        raise ValidationInputError(f"a worker process of --jobs {jobs} ended without a result (killed, or out of "
+                                   "memory?); nothing was written: run it again, with fewer jobs") from None
+    finally:
+        pool.shutdown(cancel_futures=True)
 
 
 def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False, write: bool = True,
-                          run_id: str | None = None, batch_size: int = BATCH) -> Report:
+                          run_id: str | None = None, batch_size: int = BATCH, jobs: int = 1) -> Report:
     """Validate a spec's stored records and (by default) write the verdicts to the store.
 
-    The records are read a batch at a time: the rules, token spans and PII run per batch; what the global checks
-    need (each record's key and query, its line of the expectations frame, its audit stratum) is kept, the rest
-    is dropped. Duplicates, leakage, the span audit and the expectations then run over the whole set, so the
-    verdicts are those of one pass over every record, whatever the batch size."""
-    from mashbill.hashing import canonical_json
+    The records are read a batch at a time: the rules, token spans and PII run per batch (in `jobs` worker
+    processes when jobs > 1); what the global checks need (each record's key and query, its line of the
+    expectations frame, its audit stratum) is kept, the rest is dropped. Duplicates, leakage, the span audit and
+    the expectations then run over the whole set, so the verdicts are those of one pass over every record, whatever
+    the batch size or the number of processes."""
     from mashbill.validators.checker import RecordChecker
 
     status = None if include_all else "accepted"
@@ -509,55 +684,36 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     if opts.rules is None and rs.spec.rules:
         opts.rules = load_rules(rs.file_paths["rules"])  # a routing or a complexity rule set
     checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
+    spans = SpanPass(opts, report) if opts.spans and opts.profile is not None else None
+    checks = _RecordChecks(rs, opts, checker, spans)
     rule_counts: Counter = Counter()
     statuses: Counter = Counter()
-    spans = SpanPass(opts, report) if opts.spans and opts.profile is not None else None
+    taxonomy_sources: Counter = Counter()
+    skipped: Counter = Counter()
     # what the global checks need, train rows and eval rows apart (the checks see train rows first)
     keys: dict[bool, list[str]] = {False: [], True: []}
     queries: dict[bool, list[str | None]] = {False: [], True: []}
     frame: dict[bool, list[dict]] = {False: [], True: []}
     pii: dict[str, list[Verdict]] = {}
     done = 0
-    for records in itertools.chain([first], batches):
-        rows: dict[bool, list[Row]] = {False: [], True: []}
-        for rec in records:
-            statuses[rec.status] += 1
-            meta = rec.meta or {}
-            query = rec.input.get("query") if isinstance(rec.input, dict) else None
-            target = canonical_json(rec.output) if rec.output is not None else rec.raw
-            row = Row(rec.id, query=query, target=target, n_messages=len(rec.messages) + 1)
-            row.meta["lang"] = rec.input.get("lang") or guess_lang(query) if isinstance(rec.input, dict) else None
-            verdicts: list[Verdict] = []
-            if rec.output is None:
-                verdicts.append(Verdict("SCHEMA002", "reject", "the output is missing or did not parse as JSON",
-                                        STAGE))
-            else:
-                found = checker.check(rec.input if isinstance(rec.input, dict) else {}, rec.output, meta)
-                rule_counts.update(v.code for v in found if v.code != "SCHEMA001")
-                verdicts += found
-                if rs.spec.kind == "plan":
-                    row.meta.update(_plan_meta(rec.output))
-                elif isinstance(rec.output, dict):
-                    if "complexity" in rec.output:
-                        row.meta["label"] = rec.output["complexity"]
-                    if isinstance(rec.output.get("experts"), list):
-                        row.meta["n_experts"] = len(rec.output["experts"])
-            report.add(rec.id, verdicts)
-            row.examples.append(_example(rec))
-            rows[str(meta.get("split", "")).lower() in EVAL_SPLITS].append(row)
+    for n, got in _checked_batches(rs, opts, checks, itertools.chain([first], batches), jobs):
+        for key, verdicts in got.verdicts:
+            report.add(key, verdicts)
+        statuses.update(got.statuses)
+        rule_counts.update(got.rule_counts)
+        taxonomy_sources.update(got.taxonomy_sources)
+        skipped.update(got.skipped)
         for part in (False, True):
             if spans is not None:
-                spans.add(rows[part], eval_rows=part)
-            pii.update(pii_found(rows[part], opts))
-            for r in rows[part]:
-                keys[part].append(r.key)
-                queries[part].append(r.query)
-                line = expectation_row(r)
-                if line is not None:
-                    frame[part].append(line)
-        done += len(records)
+                spans.take(got.spans[part], eval_rows=part)
+            keys[part] += got.keys[part]
+            queries[part] += got.queries[part]
+            frame[part] += got.frame[part]
+        pii.update(got.pii)
+        done += n
         _progress(opts, f"rules, token spans and personal data: {done:,} records")
     if checker.ruleset is not None:
+        checker.taxonomy_sources, checker.skipped = taxonomy_sources, skipped
         report.sections["rules"] = {**checker.summary(), "counts": dict(rule_counts)}
     report.sections["records_by_status"] = dict(statuses)
     if keys[True]:

@@ -151,6 +151,15 @@ def test_the_record_checker_for_the_factory():
     assert rule_codes <= set(CODES) and all(CODES[c].source == "rules" for c in rule_codes)
 
 
+def _report_and_verdicts(rep) -> tuple[dict, list]:
+    d = rep.to_dict()
+    d.pop("wall_s")
+    d["span"].pop("fast_s")
+    d["span"]["audit"].pop("wall_s")
+    return json.loads(json.dumps(d, default=str)), [(k, [(v.code, v.detail) for v in rep.verdicts.get(k, ())])
+                                                    for k in rep.keys]
+
+
 def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store_dir):
     """The store is read a batch at a time; batches of 1-3 records (the eval row, the PII row, a duplicate and a
     leak in other batches than the rows they meet) give what one batch of all gives: every verdict in order, every
@@ -167,12 +176,7 @@ def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store
             opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
                                           truncation_side=tp.truncation_side, loss=tp.loss)  # a cut in every batch
             rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch)
-        d = rep.to_dict()
-        d.pop("wall_s")
-        d["span"].pop("fast_s")
-        d["span"]["audit"].pop("wall_s")
-        return json.loads(json.dumps(d, default=str)), [(k, [(v.code, v.detail) for v in rep.verdicts.get(k, ())])
-                                                        for k in rep.keys]
+        return _report_and_verdicts(rep)
 
     whole, verdicts = run(10_000)
     for batch in (1, 2, 3):
@@ -181,3 +185,73 @@ def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store
     assert {"DUP001", "LEAK001", "PII001", "SPAN002", "SCHEMA001", "SCHEMA002", "HR001"} <= codes
     assert whole["eval_split"] == 1 and whole["records"] == 8 and whole["span"]["audit"]["audited"] == 3
     assert [k for k, _ in verdicts][-1] == "r6"  # the eval row comes after the train rows, as the checks see them
+
+
+def test_worker_processes_give_the_verdicts_report_and_stored_counts_of_one_process(store_dir, tmp_path):
+    """--jobs: the records' rules, token spans and personal data checked in two worker processes (a part of one or
+    two records each, so both workers check some and their parts are joined in order) give every verdict in order,
+    every report section and count, and the same stored verdicts, marks and token counts as one process. Only how
+    many pieces were tokenized may differ: each worker keeps its own cache."""
+    import shutil
+
+    from mashbill.specs.model import TrainerProfile
+    from mashbill.validators.run import spec_options, validate_spec_records
+
+    rs = load_spec(find_spec("plan-moe"))
+    tp = rs.spec.trainer_profile
+
+    def run(batch, jobs):
+        with Store.open(store_dir, read_only=True) as store:
+            opts = spec_options(rs, audit_sample=3)
+            opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
+                                          truncation_side=tp.truncation_side, loss=tp.loss)
+            rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch, jobs=jobs)
+        d, verdicts = _report_and_verdicts(rep)
+        assert d["span"].pop("pieces_tokenized") > 0
+        return d, verdicts
+
+    whole = run(10_000, 1)
+    assert run(10_000, 2) == whole
+    assert run(3, 2) == whole
+    assert {"DUP001", "LEAK001", "PII001", "SPAN002", "SCHEMA001", "SCHEMA002", "HR001"} <= {
+        c for _, vs in whole[1] for c, _ in vs}
+
+    def stored(jobs):
+        copy = tmp_path / f"jobs{jobs}"
+        shutil.copytree(store_dir, copy)
+        with Store.open(copy, read_only=True) as store:
+            before = [r["validation_id"] for r in store.sql("SELECT validation_id FROM validation_runs").to_pylist()]
+        result = _validate(copy, "--all", "--jobs", jobs, "--audit-sample", 3, "-q")
+        assert result.exit_code == 1, result.output  # rejects found, as in one process
+        with Store.open(copy, read_only=True) as store:
+            verdicts = store.sql("SELECT record_id, code, severity, detail FROM verdicts WHERE stage = 'validate' "
+                                 "ORDER BY ALL").to_pylist()
+            marks = [m for m in store.sql("SELECT validation_id, record_id, passed, n_tokens, near_group "
+                                          "FROM record_validations ORDER BY record_id").to_pylist()
+                     if m.pop("validation_id") not in before]
+        return verdicts, marks
+
+    one, two = stored(1), stored(2)
+    assert two == one and len(one[1]) == 8 and all(m["n_tokens"] for m in one[1] if m["record_id"] != "r5")
+
+
+def test_jobs_are_refused_on_a_file_and_a_worker_sees_a_changed_spec(tmp_path):
+    from mashbill.validators import run as run_mod
+    from mashbill.validators.errors import ValidationInputError
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"prompt": "Hi", "completion": "Hello"}) + "\n")
+    result = CliRunner().invoke(main, ["validate", str(data), "--format", "prompt-completion", "--jobs", "2",
+                                       "--no-spans"])
+    assert result.exit_code == 2 and "--jobs works on a spec's stored records" in result.output
+    result = CliRunner().invoke(main, ["validate", "plan-moe", "--jobs", "0"])
+    assert result.exit_code == 2 and "--jobs" in result.output
+    # a worker loads the spec itself: one whose content hash moved since the validation began is refused, in words
+    rs = load_spec(find_spec("plan-moe"))
+    run_mod._WORKER.clear()
+    run_mod._worker_start(str(rs.path), "0" * 64, run_mod.spec_options(rs))
+    try:
+        with pytest.raises(ValidationInputError, match="changed during the validation"):
+            run_mod._worker_check([])
+    finally:
+        run_mod._WORKER.clear()

@@ -42,6 +42,10 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
               help="Examples (stratified by shape) re-checked with a full render+tokenize and a second tokenizer "
                    "(llama.cpp's for a GGUF); any difference fails the run.")
 @click.option("--all", "include_all", is_flag=True, help="Spec mode: also records rejected at generation.")
+@click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+              help="Spec mode: check each record's rules, token spans and personal data in this many worker "
+                   "processes; duplicates, leakage, the span audit and the expectations run once over all. The "
+                   "verdicts are the same for any number.")
 @click.option("--no-write", is_flag=True, help="Spec mode: do not write verdicts to the store.")
 @click.option("--no-spans", is_flag=True, help="Skip the token-span check.")
 @click.option("--no-rules", is_flag=True, help="File mode: skip the routing rules.")
@@ -51,8 +55,8 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary table.")
 @json_option(help="Print the report (as --report writes it) as JSON on stdout instead of the table.")
 def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max_seq_len, truncation_side, loss,
-            holdout, eval_files, rules_file, report_path, redact_to, audit_sample, include_all, no_write, no_spans,
-            no_rules, no_dedup, no_pii, no_expectations, quiet, as_json):
+            holdout, eval_files, rules_file, report_path, redact_to, audit_sample, include_all, jobs, no_write,
+            no_spans, no_rules, no_dedup, no_pii, no_expectations, quiet, as_json):
     """Validate a spec's stored records, or a dataset file.
 
     \b
@@ -84,6 +88,8 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
     if file_mode:
         if fmt is None:
             raise ValidationInputError(f"{target}: pass --format ({', '.join(FORMATS)}) to validate a dataset file")
+        if jobs > 1:
+            raise ValidationInputError(f"{target}: --jobs works on a spec's stored records, not on a dataset file")
         spec_profile = None
         if profile_spec:
             from mashbill.specs import find_spec, load_spec
@@ -132,7 +138,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
                                           chat_template=chat_template or tp.chat_template,
                                           truncation_side=truncation_side or tp.truncation_side, loss=loss or tp.loss)
         with Store.open(store_path, read_only=no_write, create=False) as store:
-            report = validate_spec_records(rs, store, opts, include_all=include_all, write=not no_write)
+            report = validate_spec_records(rs, store, opts, include_all=include_all, write=not no_write, jobs=jobs)
     if report_path:
         report.write(report_path)
     if as_json:
