@@ -604,7 +604,10 @@ def _worker_start(spec_path: str, spec_hash: str, opts: Options) -> None:
     _WORKER["args"] = (spec_path, spec_hash, opts)  # built on the first batch, so that its errors reach the caller
 
 
-def _worker_check(records) -> _Checked:
+def _worker_check(rows) -> _Checked:
+    """Check one part of a batch, its rows as read from the store (decoded here, not in the reading process)."""
+    from mashbill.factory.store import decode_records
+
     checks = _WORKER.get("checks")
     if checks is None:
         from mashbill.specs import load_spec
@@ -615,12 +618,13 @@ def _worker_check(records) -> _Checked:
             raise ValidationInputError(f"{spec_path} changed during the validation (hash {rs.hash[:12]}, was "
                                        f"{spec_hash[:12]}); run it again")
         checks = _WORKER["checks"] = _RecordChecks(rs, opts)
-    return checks.check(records)
+    return checks.check(decode_records(rows))
 
 
 def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: int):
-    """Each batch checked, in the order read: here, or in parts spread over `jobs` worker processes (spawned, so
-    that no DuckDB or tokenizer thread of this process is forked), at most two parts a worker ahead of the reader."""
+    """Each batch checked, in the order read: here (a batch of records), or in parts spread over `jobs` worker
+    processes (a batch of rows as read; spawned, so that no DuckDB or tokenizer thread of this process is forked), at
+    most two parts a worker ahead of the reader."""
     if jobs <= 1:
         for records in batches:
             yield len(records), checks.check(records)
@@ -664,7 +668,8 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     from mashbill.validators.checker import RecordChecker
 
     status = None if include_all else "accepted"
-    batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size)
+    # rows as read when worker processes check them (they decode them), records otherwise
+    batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size, decoded=jobs <= 1)
     first = next(batches, None)
     if not first:
         held = store.spec_status_counts(rs.spec.name, rs.spec.version)
