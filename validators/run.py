@@ -600,24 +600,21 @@ class _RecordChecks:
 _WORKER: dict = {}
 
 
-def _worker_start(spec_path: str, spec_hash: str, opts: Options) -> None:
-    _WORKER["args"] = (spec_path, spec_hash, opts)  # built on the first batch, so that its errors reach the caller
-
-
-def _worker_check(rows) -> _Checked:
-    """Check one part of a batch, its rows as read from the store (decoded here, not in the reading process)."""
+def _worker_check(spec_path: str, spec_hash: str, opts: Options, rows) -> _Checked:
+    """Check one part of a batch in a worker process, its rows as read from the store (decoded here, not in the
+    reading process); the spec, its rules and the tokenizer are loaded on the first part (a worker's start-up data
+    stays small: a worker killed before it has read that data would leave its spawner writing to it for ever)."""
     from mashbill.factory.store import decode_records
 
-    checks = _WORKER.get("checks")
+    checks = _WORKER.get(spec_hash)
     if checks is None:
         from mashbill.specs import load_spec
 
-        spec_path, spec_hash, opts = _WORKER["args"]
         rs = load_spec(spec_path)
         if rs.hash != spec_hash:  # the spec or a file it names changed since the validation began
             raise ValidationInputError(f"{spec_path} changed during the validation (hash {rs.hash[:12]}, was "
                                        f"{spec_hash[:12]}); run it again")
-        checks = _WORKER["checks"] = _RecordChecks(rs, opts)
+        checks = _WORKER[spec_hash] = _RecordChecks(rs, opts)
     return checks.check(decode_records(rows))
 
 
@@ -635,14 +632,14 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
     from concurrent.futures.process import BrokenProcessPool
 
     worker_opts = Options(**{**opts.__dict__, "progress": None})
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
-                               initargs=(str(rs.path), rs.hash, worker_opts))
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
     pending: deque = deque()
     try:
         for batch in batches:
             size = max(1, min(JOB_BATCH, -(-len(batch) // (4 * jobs))))  # every worker busy to the last batch
             for at in range(0, len(batch), size):
-                pending.append((len(batch[at:at + size]), pool.submit(_worker_check, batch[at:at + size])))
+                part = batch[at:at + size]
+                pending.append((len(part), pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part)))
                 if len(pending) >= 2 * jobs:
                     n, fut = pending.popleft()
                     yield n, fut.result()

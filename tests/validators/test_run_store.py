@@ -248,10 +248,60 @@ def test_jobs_are_refused_on_a_file_and_a_worker_sees_a_changed_spec(tmp_path):
     assert result.exit_code == 2 and "--jobs" in result.output
     # a worker loads the spec itself: one whose content hash moved since the validation began is refused, in words
     rs = load_spec(find_spec("plan-moe"))
-    run_mod._WORKER.clear()
-    run_mod._worker_start(str(rs.path), "0" * 64, run_mod.spec_options(rs))
+    with pytest.raises(ValidationInputError, match="changed during the validation"):
+        run_mod._worker_check(str(rs.path), "0" * 64, run_mod.spec_options(rs), [])
+    assert "0" * 64 not in run_mod._WORKER
+
+
+def test_a_worker_killed_mid_validation_ends_it_in_one_line_with_nothing_written(tmp_path):
+    """A worker process of --jobs killed with SIGKILL (as the kernel's OOM killer would): the command exits 2 with
+    one line that says so, and the store holds no validation run (nothing half-written)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    rs = load_spec(find_spec("plan-moe"))
+    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
+    prompt = render_prompt(rs, {"query": "What is 17% of 2840?", "lang": "en"}, "r")
+    records = [Record(f"r{i:05d}", "plan", {"query": f"What is {i}% of {2840 + i}?", "lang": "en"}, CALC,
+                      json.dumps(CALC), ref, "accepted", prompt.training_messages, {**prompt.meta(), "lang": "en"})
+               for i in range(4000)]  # enough work that the workers are still checking when one is killed
+    with Store.open(tmp_path / "store") as store:
+        run = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash, kind="plan",
+                              backend="test", model="test", model_sha256=None, model_info=None, sampling={})
+        store.write_batch(run, records, {}, [])
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("mashbill")), "validate", "plan-moe", "--store",
+                             str(tmp_path / "store"), "--jobs", "2", "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+    def workers() -> list[int]:
+        try:
+            kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        except OSError:
+            return []
+        out = []
+        for k in kids:
+            try:
+                cmd = Path(f"/proc/{k}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"spawn_main" in cmd and b"resource_tracker" not in cmd:
+                out.append(int(k))
+        return out
+
+    while proc.poll() is None and not workers():  # wait for a worker to exist, however slow the machine
+        time.sleep(0.05)
+    found = workers()
+    assert found, "the command ended before any worker started"
+    os.kill(found[0], signal.SIGKILL)
     try:
-        with pytest.raises(ValidationInputError, match="changed during the validation"):
-            run_mod._worker_check([])
+        out, err = proc.communicate(timeout=600)
     finally:
-        run_mod._WORKER.clear()
+        proc.kill()
+    assert proc.returncode == 2, (out, err)
+    assert len(err.strip().splitlines()) == 1 and "a worker process of --jobs 2 ended without a result" in err
+    with Store.open(tmp_path / "store", read_only=True) as store:
+        assert store.sql("SELECT count(*) AS n FROM validation_runs").to_pylist()[0]["n"] == 0
