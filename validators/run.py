@@ -634,12 +634,17 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
     worker_opts = Options(**{**opts.__dict__, "progress": None})
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
     pending: deque = deque()
+    broken = False
     try:
         for batch in batches:
             size = max(1, min(JOB_BATCH, -(-len(batch) // (4 * jobs))))  # every worker busy to the last batch
             for at in range(0, len(batch), size):
                 part = batch[at:at + size]
-                pending.append((len(part), pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part)))
+                try:
+                    fut = pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part)
+                except OSError as exc:  # Python 3.11: a pool that has just broken can fail on its closed wake-up pipe
+                    raise BrokenProcessPool(str(exc)) from None
+                pending.append((len(part), fut))
                 if len(pending) >= 2 * jobs:
                     n, fut = pending.popleft()
                     yield n, fut.result()
@@ -647,10 +652,14 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
             n, fut = pending.popleft()
             yield n, fut.result()
     except BrokenProcessPool:
+        broken = True
         raise ValidationInputError(f"a worker process of --jobs {jobs} ended without a result (killed, or out of "
                                    "memory?); nothing was written: run it again, with fewer jobs") from None
     finally:
-        pool.shutdown(cancel_futures=True)
+        if broken:  # Python 3.11's clean-up of a broken pool can wait for ever on a worker blocked sending a result
+            for proc in multiprocessing.active_children():
+                proc.kill()
+        pool.shutdown(wait=not broken, cancel_futures=True)
 
 
 def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False, write: bool = True,
