@@ -129,7 +129,8 @@ def _rank(sev: str) -> int:
 
 @dataclass
 class SpanBatch:
-    """What one batch adds to a span pass: its verdicts (record key, verdicts) and the figures the section sums."""
+    """What one batch adds to a span pass: its verdicts (record key, verdicts), one entry per example, and the
+    figures the section sums."""
 
     verdicts: list[tuple[str, list[Verdict]]] = field(default_factory=list)
     totals: list[int] = field(default_factory=list)
@@ -138,7 +139,6 @@ class SpanBatch:
     shapes: list[tuple] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)  # per row: its token count, -1 for none
     cut: int = 0
-    examples: int = 0
     fast_s: float = 0.0
     pieces: int = 0
 
@@ -221,7 +221,6 @@ class SpanPass:
                 out.cut += 1
             out.verdicts.append((res.key, judged.verdicts))
             out.shapes.append(shape(ex, res))
-        out.examples = len(results)
         for r in rows:
             outs = by_key.get(r.key)
             if outs:
@@ -237,7 +236,7 @@ class SpanPass:
         self.targets += batch.targets
         self.margins += batch.margins
         self.cut += batch.cut
-        self.examples += batch.examples
+        self.examples += len(batch.verdicts)  # one entry per example measured
         self.fast_s += batch.fast_s
         self.pieces += batch.pieces
         self.shapes[eval_rows] += batch.shapes
