@@ -10,6 +10,7 @@ the functions that need them.
 - ``prefilter``: Many patterns, one pass: Hyperscan names the patterns that may match a text, and only those ...
 - ``queries/``: The screens a synthesized query passes before it joins the pool.
 - ``run``: Running all checks over a set of rows, and the report they produce.
+- ``run_store``: Validating a spec's stored records: read from the store a batch at a time, each record's own ...
 - ``spans/``: Token-span coverage: does each training target survive the trainer's window, token for token?
 - ``tokenizers/``: The trainer's tokenizer, offline, and the GGUF tokenizer rebuilt exactly as llama.cpp's.
 """

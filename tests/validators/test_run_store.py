@@ -165,7 +165,7 @@ def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store
     leak in other batches than the rows they meet) give what one batch of all gives: every verdict in order, every
     report section and count, the audit's sample drawn from every example."""
     from mashbill.specs.model import TrainerProfile
-    from mashbill.validators.run import spec_options, validate_spec_records
+    from mashbill.validators.run_store import spec_options, validate_spec_records
 
     rs = load_spec(find_spec("plan-moe"))
     tp = rs.spec.trainer_profile
@@ -195,7 +195,7 @@ def test_worker_processes_give_the_verdicts_report_and_stored_counts_of_one_proc
     import shutil
 
     from mashbill.specs.model import TrainerProfile
-    from mashbill.validators.run import spec_options, validate_spec_records
+    from mashbill.validators.run_store import spec_options, validate_spec_records
 
     rs = load_spec(find_spec("plan-moe"))
     tp = rs.spec.trainer_profile
@@ -236,7 +236,7 @@ def test_worker_processes_give_the_verdicts_report_and_stored_counts_of_one_proc
 
 
 def test_jobs_are_refused_on_a_file_and_a_worker_sees_a_changed_spec(tmp_path):
-    from mashbill.validators import run as run_mod
+    from mashbill.validators import run_store as run_mod
     from mashbill.validators.errors import ValidationInputError
 
     data = tmp_path / "rows.jsonl"

@@ -96,7 +96,7 @@ def _validate(specs, store_path, say) -> dict:
     from mashbill.factory.store import Store
     from mashbill.specs import load_spec
     from mashbill.validators.errors import ValidationInputError
-    from mashbill.validators.run import spec_options, validate_spec_records
+    from mashbill.validators.run_store import spec_options, validate_spec_records
 
     found = {}
     with Store.open(store_path) as store:

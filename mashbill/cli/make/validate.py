@@ -127,7 +127,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
             raise ValidationInputError("--redact-to works on files; stored records are never modified")
         from mashbill.factory.store import Store
         from mashbill.specs import find_spec, load_spec
-        from mashbill.validators.run import validate_spec_records
+        from mashbill.validators.run_store import validate_spec_records
 
         rs = load_spec(find_spec(target))
         tp = rs.spec.trainer_profile

@@ -13,7 +13,7 @@ from mashbill.curation.snapshots.snapshot import freeze
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
 from mashbill.validators.data.dedup import groups_profile
-from mashbill.validators.run import spec_options, validate_spec_records
+from mashbill.validators.run_store import spec_options, validate_spec_records
 from tests.curation.conftest import SEEDS, add_records
 from tests.curation.revision import same_snapshot
 

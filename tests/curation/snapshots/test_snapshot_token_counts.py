@@ -13,7 +13,8 @@ from mashbill.curation.snapshots.snapshot import freeze
 from mashbill.curation.snapshots.tokens import known_tokens_profile, token_lengths
 from mashbill.factory.store import Store
 from mashbill.specs import load_spec
-from mashbill.validators.run import SpanPass, spec_options, validate_spec_records
+from mashbill.validators.run import SpanPass
+from mashbill.validators.run_store import spec_options, validate_spec_records
 from tests.curation.conftest import SEEDS, add_records
 from tests.curation.revision import same_snapshot
 
