@@ -261,6 +261,7 @@ def _write(store: Store, aliases, report: MergeReport) -> None:
             replaced = f"(SELECT record_id FROM {_DECIDED} WHERE keep AND replaces)"
             con.execute(f"DELETE FROM verdicts WHERE stage = 'generate' AND record_id IN {replaced}")
             con.execute(f"DELETE FROM records WHERE record_id IN {replaced}")
+            con.execute(f"DELETE FROM record_checks WHERE record_id IN {replaced}")
         before_runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
         for i, alias in enumerate(aliases):
             con.execute(f"INSERT INTO runs BY NAME SELECT * FROM {alias}.runs "
@@ -273,6 +274,9 @@ def _write(store: Store, aliases, report: MergeReport) -> None:
                 con.execute(f"INSERT INTO record_attempts BY NAME SELECT a.* FROM {alias}.record_attempts a "
                             f"WHERE a.record_id IN {win} AND NOT EXISTS (SELECT 1 FROM record_attempts b "
                             "WHERE b.record_id = a.record_id AND b.attempt = a.attempt)", [i])
+                # the records' own checks, kept where they were made (`validate --per-record` on the shard)
+                con.execute(f"INSERT INTO record_checks BY NAME SELECT * FROM {alias}.record_checks "
+                            f"WHERE record_id IN {win}", [i])
             con.execute(f"INSERT INTO teacher_calls BY NAME SELECT * FROM {alias}.teacher_calls "
                         "WHERE call_id NOT IN (SELECT call_id FROM teacher_calls)")
             con.execute(f"INSERT INTO events SELECT * FROM (SELECT * FROM {alias}.events "

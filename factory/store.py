@@ -415,6 +415,25 @@ class Store(StoreQueries):
             con.execute("ROLLBACK")
             raise
 
+    def keep_record_checks(self, spec_hash: str, checks_profile: str, checked: Sequence[tuple[str, str]]) -> None:
+        """Keep records' own checks (record id, the checks as JSON text) made under `checks_profile`, replacing any
+        this store held for those records under the spec hash; one transaction (`validate --per-record`)."""
+        if not checked:
+            return
+        table = pa.table({"record_id": pa.array([rid for rid, _ in checked], pa.string()),
+                          "spec_hash": pa.array([spec_hash] * len(checked), pa.string()),
+                          "checks_profile": pa.array([checks_profile] * len(checked), pa.string()),
+                          "checked": pa.array([text for _, text in checked], pa.string()),
+                          "checked_at": pa.array([_now()] * len(checked), pa.timestamp("us"))})
+        with self.transaction() as con:
+            con.register("_checks", table)
+            try:
+                con.execute("DELETE FROM record_checks WHERE spec_hash = ? AND record_id IN "
+                            "(SELECT record_id FROM _checks)", [spec_hash])
+                con.execute("INSERT INTO record_checks BY NAME SELECT * FROM _checks")
+            finally:
+                con.unregister("_checks")
+
     def record_validation(self, *, spec_hash: str | None, source: str, results: dict[str, Sequence[Verdict]],
                           counts: dict, report: dict | None = None, n_tokens: dict[str, int] | None = None,
                           tokens_profile: str | None = None, near_groups: dict[str, str] | None = None,

@@ -15,7 +15,7 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from mashbill.factory.records import Verdict
 from mashbill.files import write_file_atomic
@@ -126,18 +126,26 @@ def _rank(sev: str) -> int:
 # ---------------------------------------------------------------- the checks
 
 
+class ExampleSpan(NamedTuple):
+    """One example's span results: what a span pass keeps of it. ``total``, ``target`` and ``margin`` are None for an
+    example the engine could not render (a span error, among its verdicts)."""
+
+    key: str
+    verdicts: list[Verdict]
+    total: int | None
+    target: int | None
+    margin: int | None
+    cut: bool  # SPAN001 or SPAN002: its target is cut by the window
+    shape: tuple  # its stratum in the audit sample
+
+
 @dataclass
 class SpanBatch:
-    """What one batch adds to a span pass: its verdicts (record key, verdicts), one entry per example, and the
-    figures the section sums."""
+    """What one batch adds to a span pass: one entry per example, in order, each row's token count (-1 for none),
+    and what the engine spent on it."""
 
-    verdicts: list[tuple[str, list[Verdict]]] = field(default_factory=list)
-    totals: list[int] = field(default_factory=list)
-    targets: list[int] = field(default_factory=list)
-    margins: list[int] = field(default_factory=list)
-    shapes: list[tuple] = field(default_factory=list)
+    examples: list[ExampleSpan] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)  # per row: its token count, -1 for none
-    cut: int = 0
     fast_s: float = 0.0
     pieces: int = 0
 
@@ -212,14 +220,11 @@ class SpanPass:
         for ex, res in zip(examples, results):
             judged = judge(res, prof.max_seq_len, prof.truncation_side, prof.loss)
             by_key.setdefault(res.key, []).append(judged)
-            if res.error is None:
-                out.totals.append(res.total)
-                out.targets.append(res.trained)
-                out.margins.append(judged.margin)
-            if any(v.code in ("SPAN001", "SPAN002") for v in judged.verdicts):
-                out.cut += 1
-            out.verdicts.append((res.key, judged.verdicts))
-            out.shapes.append(shape(ex, res))
+            ok = res.error is None
+            out.examples.append(ExampleSpan(res.key, judged.verdicts, res.total if ok else None,
+                                            res.trained if ok else None, judged.margin if ok else None,
+                                            any(v.code in ("SPAN001", "SPAN002") for v in judged.verdicts),
+                                            shape(ex, res)))
         for r in rows:
             outs = by_key.get(r.key)
             if outs:
@@ -231,17 +236,19 @@ class SpanPass:
 
     def take(self, batch: "SpanBatch", *, eval_rows: bool = False) -> None:
         """Add a measured batch to the pass (its verdicts to the report), batches in the order of the rows."""
-        self.totals += batch.totals
-        self.targets += batch.targets
-        self.margins += batch.margins
-        self.cut += batch.cut
-        self.examples += len(batch.verdicts)  # one entry per example measured
+        shapes = self.shapes[eval_rows]
+        for ex in batch.examples:
+            if ex.total is not None:
+                self.totals.append(ex.total)
+                self.targets.append(ex.target)
+                self.margins.append(ex.margin)
+            self.cut += ex.cut
+            shapes.append(ex.shape)
+            self.report.add(ex.key, ex.verdicts)
+        self.examples += len(batch.examples)
         self.fast_s += batch.fast_s
         self.pieces += batch.pieces
-        self.shapes[eval_rows] += batch.shapes
         self.counts[eval_rows].extend(batch.counts)
-        for key, verdicts in batch.verdicts:
-            self.report.add(key, verdicts)
 
     def counts_by_key(self, keys: list[str]) -> dict[str, int]:
         """Each record's count by key (`keys`: the report's, train rows then eval rows, as the rows came)."""

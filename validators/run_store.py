@@ -4,17 +4,21 @@ the span audit, the expectations) once over all, and the verdicts written back t
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
+import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mashbill.factory.records import Verdict
 from mashbill.validators.data.inputs import Row, guess_lang
 from mashbill.validators.errors import ValidationInputError
 from mashbill.validators.plans.ruleset import load_rules
-from mashbill.validators.run import (STAGE, Options, Report, SpanBatch, SpanPass, _progress, check_expectations,
-                                     dedup_and_leaks, expectation_row, pii_found, pii_section)
+from mashbill.validators.run import (STAGE, ExampleSpan, Options, Report, SpanBatch, SpanPass, _progress,
+                                     check_expectations, dedup_and_leaks, expectation_row, pii_found, pii_section)
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +38,19 @@ BATCH = 20_000  # records held at once by a spec's validation (a million-record 
 JOB_BATCH = 2_000  # records a worker process checks at a time
 
 
+def _plain(verdicts) -> list[list[str]]:
+    return [[v.code, v.severity, v.detail, v.stage] for v in verdicts]
+
+
+def _verdicts(plain) -> list[Verdict]:
+    return [Verdict(*v) for v in plain]
+
+
 @dataclass
 class _Checked:
     """One batch of stored records after the per-record checks (rules, token spans, personal data): what the rest of
-    a validation needs of it. Made in this process or in a worker process (``--jobs``); small to send back."""
+    a validation needs of it. Made in this process or in a worker process (``--jobs``), or joined from the records'
+    stored checks (``join``); small to send back. ``items``: each record's checks as stored, when asked to keep them."""
 
     verdicts: list[tuple[str, list[Verdict]]] = field(default_factory=list)  # per record, in order
     keys: dict[bool, list[str]] = field(default_factory=lambda: {False: [], True: []})  # train rows, eval rows
@@ -49,11 +62,41 @@ class _Checked:
     rule_counts: Counter = field(default_factory=Counter)
     taxonomy_sources: Counter = field(default_factory=Counter)  # the checker's tallies for the rules section
     skipped: Counter = field(default_factory=Counter)
+    items: list[dict] | None = None
+
+    @classmethod
+    def join(cls, items: list[dict], spans: bool) -> "_Checked":
+        """A batch from its records' checks, one item each in the order read (see ``_RecordChecks.check``)."""
+        out = cls()
+        if spans:
+            out.spans = {False: SpanBatch(), True: SpanBatch()}
+        for it in items:
+            key, part = it["id"], it["eval"]
+            out.statuses[it["status"]] += 1
+            out.rule_counts.update(it["rules"])
+            out.taxonomy_sources.update(it["taxonomy"])
+            for rule, need, n in it["skipped"]:
+                out.skipped[(rule, need)] += n
+            out.verdicts.append((key, _verdicts(it["verdicts"])))
+            out.keys[part].append(key)
+            out.queries[part].append(it["query"])
+            if it["frame"] is not None:
+                out.frame[part].append(it["frame"])
+            if it["pii"]:
+                out.pii[key] = _verdicts(it["pii"])
+            if spans:
+                batch = out.spans[part]
+                for verdicts, total, target, margin, cut, shape in it["spans"]["examples"]:
+                    batch.examples.append(ExampleSpan(key, _verdicts(verdicts), total, target, margin, cut,
+                                                      tuple(shape)))
+                batch.counts.append(it["spans"]["count"])
+        return out
 
 
 class _RecordChecks:
     """The per-record part of a spec's validation, one batch at a time: each record's rules, token spans and
-    personal data depend on that record alone, so batches can be checked in any process and joined in order."""
+    personal data depend on that record alone, so batches can be checked in any process, or on the node that made
+    the records (``--per-record``), and joined in order."""
 
     def __init__(self, rs, opts: Options, checker=None, spans: SpanPass | None = None):
         from mashbill.validators.checker import RecordChecker
@@ -67,26 +110,29 @@ class _RecordChecks:
             spans = SpanPass(opts, Report("", ""))
         self.spans = spans
 
-    def check(self, records) -> _Checked:
+    def check(self, records, *, keep_items: bool = False) -> _Checked:
+        """The batch's checks. Each record's are first made an item of plain data (what a store keeps of it, and
+        joins back into a batch the same way), so that checks read back are the checks made."""
         from mashbill.hashing import canonical_json
 
-        out = _Checked()
         checker = self.checker
+        items: list[dict] = []
         rows: dict[bool, list[Row]] = {False: [], True: []}
         for rec in records:
-            out.statuses[rec.status] += 1
             meta = rec.meta or {}
             query = rec.input.get("query") if isinstance(rec.input, dict) else None
             target = canonical_json(rec.output) if rec.output is not None else rec.raw
             row = Row(rec.id, query=query, target=target, n_messages=len(rec.messages) + 1)
             row.meta["lang"] = rec.input.get("lang") or guess_lang(query) if isinstance(rec.input, dict) else None
             verdicts: list[Verdict] = []
+            counted: list[str] = []
+            checker.taxonomy_sources, checker.skipped = Counter(), Counter()  # this record's tallies
             if rec.output is None:
                 verdicts.append(Verdict("SCHEMA002", "reject", "the output is missing or did not parse as JSON",
                                         STAGE))
             else:
                 found = checker.check(rec.input if isinstance(rec.input, dict) else {}, rec.output, meta)
-                out.rule_counts.update(v.code for v in found if v.code != "SCHEMA001")
+                counted = [v.code for v in found if v.code != "SCHEMA001"]
                 verdicts += found
                 if self.kind == "plan":
                     row.meta.update(_plan_meta(rec.output))
@@ -95,29 +141,44 @@ class _RecordChecks:
                         row.meta["label"] = rec.output["complexity"]
                     if isinstance(rec.output.get("experts"), list):
                         row.meta["n_experts"] = len(rec.output["experts"])
-            out.verdicts.append((rec.id, verdicts))
             row.examples.append(_example(rec))
-            rows[str(meta.get("split", "")).lower() in EVAL_SPLITS].append(row)
+            part = str(meta.get("split", "")).lower() in EVAL_SPLITS
+            rows[part].append(row)
+            items.append({"id": rec.id, "status": rec.status, "eval": part, "verdicts": _plain(verdicts),
+                          "rules": counted, "taxonomy": dict(checker.taxonomy_sources),
+                          "skipped": [[rule, need, n] for (rule, need), n in checker.skipped.items()],
+                          "query": query})
+        checker.taxonomy_sources, checker.skipped = Counter(), Counter()
+        by_id = {it["id"]: it for it in items}
+        fast_s, pieces = 0.0, 0
         for part in (False, True):
             if self.spans is not None:
-                out.spans[part] = self.spans.measure(rows[part])
-            out.pii.update(pii_found(rows[part], self.opts))
+                measured = self.spans.measure(rows[part])
+                fast_s += measured.fast_s
+                pieces += measured.pieces
+                per_key: dict[str, list] = {}
+                for ex in measured.examples:
+                    per_key.setdefault(ex.key, []).append([_plain(ex.verdicts), ex.total, ex.target, ex.margin,
+                                                           ex.cut, list(ex.shape)])
+                for r, count in zip(rows[part], measured.counts):
+                    by_id[r.key]["spans"] = {"examples": per_key.get(r.key, []), "count": count}
+            pii = pii_found(rows[part], self.opts)
             for r in rows[part]:
-                out.keys[part].append(r.key)
-                out.queries[part].append(r.query)
-                line = expectation_row(r)
-                if line is not None:
-                    out.frame[part].append(line)
-        # the checker's tallies, handed over and restarted so that each batch carries its own
-        out.taxonomy_sources, checker.taxonomy_sources = checker.taxonomy_sources, Counter()
-        out.skipped, checker.skipped = checker.skipped, Counter()
+                it = by_id[r.key]
+                it["pii"] = _plain(pii.get(r.key, ()))
+                it["frame"] = expectation_row(r)
+        out = _Checked.join(items, self.spans is not None)
+        if self.spans is not None:
+            out.spans[False].fast_s, out.spans[False].pieces = fast_s, pieces
+        if keep_items:
+            out.items = items
         return out
 
 
 _WORKER: dict = {}
 
 
-def _worker_check(spec_path: str, spec_hash: str, opts: Options, rows) -> _Checked:
+def _worker_check(spec_path: str, spec_hash: str, opts: Options, rows, keep_items: bool = False) -> _Checked:
     """Check one part of a batch in a worker process, its rows as read from the store (decoded here, not in the
     reading process); the spec, its rules and the tokenizer are loaded on the first part (a worker's start-up data
     stays small: a worker killed before it has read that data would leave its spawner writing to it for ever)."""
@@ -132,20 +193,37 @@ def _worker_check(spec_path: str, spec_hash: str, opts: Options, rows) -> _Check
             raise ValidationInputError(f"{spec_path} changed during the validation (hash {rs.hash[:12]}, was "
                                        f"{spec_hash[:12]}); run it again")
         checks = _WORKER[spec_hash] = _RecordChecks(rs, opts)
-    return checks.check(decode_records(rows))
+    return checks.check(decode_records(rows), keep_items=keep_items)
 
 
-def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: int):
-    """Each batch checked, in the order read: here (a batch of records), or in parts spread over `jobs` worker
-    processes (a batch of rows as read; spawned, so that no DuckDB or tokenizer thread of this process is forked), at
-    most two parts a worker ahead of the reader."""
+@dataclass
+class _Kept:
+    """A run of records, in the order read, whose own checks the store kept (JSON texts): joined, not checked."""
+
+    texts: list[str]
+
+    def checked(self, spans: bool) -> _Checked:
+        return _Checked.join([json.loads(t) for t in self.texts], spans)
+
+
+def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: int, *, raw: bool = False,
+                     keep_items: bool = False):
+    """Each batch checked, in the order read: here (a batch of records, or of rows as read with `raw`), or in parts
+    spread over `jobs` worker processes (a batch of rows as read; spawned, so that no DuckDB or tokenizer thread of
+    this process is forked), at most two parts a worker ahead of the reader. A ``_Kept`` run is joined here."""
+    spans = checks.spans is not None
     if jobs <= 1:
-        for records in batches:
-            yield len(records), checks.check(records)
+        from mashbill.factory.store import decode_records
+
+        for batch in batches:
+            if isinstance(batch, _Kept):
+                yield len(batch.texts), batch.checked(spans)
+            else:
+                yield len(batch), checks.check(decode_records(batch) if raw else batch, keep_items=keep_items)
         return
     import multiprocessing
     from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     worker_opts = Options(**{**opts.__dict__, "progress": None})
@@ -154,11 +232,19 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
     broken = False
     try:
         for batch in batches:
+            if isinstance(batch, _Kept):
+                fut = Future()
+                fut.set_result(batch.checked(spans))
+                pending.append((len(batch.texts), fut))
+                while len(pending) >= 2 * jobs:
+                    n, fut = pending.popleft()
+                    yield n, fut.result()
+                continue
             size = max(1, min(JOB_BATCH, -(-len(batch) // (4 * jobs))))  # every worker busy to the last batch
             for at in range(0, len(batch), size):
                 part = batch[at:at + size]
                 try:
-                    fut = pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part)
+                    fut = pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part, keep_items)
                 except OSError as exc:  # Python 3.11: a pool that has just broken can fail on its closed wake-up pipe
                     raise BrokenProcessPool(str(exc)) from None
                 pending.append((len(part), fut))
@@ -179,20 +265,92 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
         pool.shutdown(wait=not broken, cancel_futures=True)
 
 
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A hash of this Mashbill's code that a record's checks run through (the mashbill package's own modules, specs,
+    factory and validators): checks kept by another version of it are not read back."""
+    import mashbill
+    from mashbill import factory, specs, validators
+
+    h = hashlib.sha256()
+    top = Path(mashbill.__file__).parent
+    files = sorted(top.glob("*.py"))
+    for pkg in (specs, factory, validators):
+        files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
+    for f in files:
+        h.update(f"{f.parent.name}/{f.name}\0".encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def checks_profile(rs, opts: Options, spans: SpanPass | None) -> str:
+    """What a record's own checks depend on besides the record: the spec (its hash covers the files it names),
+    Mashbill's code, the rule sets in force, the personal-data switch, and for token spans the trainer profile with
+    the tokenizer's and template's bytes (loaded here). Kept checks are read back only under the same profile."""
+    from mashbill.hashing import canonical_json, sha256_text
+
+    def digest(rules) -> str | None:
+        return None if rules is None else sha256_text(rules.model_dump_json())
+
+    parts = {"spec": rs.hash, "code": code_digest(), "rules": digest(opts.rules if rs.spec.rules else None),
+             "checks": digest(opts.ruleset()), "pii": opts.pii, "spans": None}
+    if spans is not None:
+        spans._engine([])  # the tokenizer and template, whose bytes make tokens_profile
+        parts["spans"] = {**opts.profile.describe(), "tokens": spans.tokens_profile}
+    return sha256_text(canonical_json(parts))[:32]
+
+
+def _with_kept(store, spec_hash: str, profile: str, batches, kept: Counter):
+    """The batches (rows as read) with each run of records whose own checks the store kept under `profile` as a
+    ``_Kept`` in its place, in the same order; `kept` counts them."""
+    for batch in batches:
+        found = store.record_checks(spec_hash, profile, [row[0] for row in batch])
+        if not found:
+            yield batch
+            continue
+        run: list = []
+        texts: list[str] = []
+        for row in batch:
+            text = found.get(row[0])
+            if text is None:
+                if texts:
+                    yield _Kept(texts)
+                    texts = []
+                run.append(row)
+            else:
+                if run:
+                    yield run
+                    run = []
+                texts.append(text)
+        if run:
+            yield run
+        if texts:
+            yield _Kept(texts)
+        kept["kept"] += len(found)
+
+
 def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False, write: bool = True,
-                          run_id: str | None = None, batch_size: int = BATCH, jobs: int = 1) -> Report:
+                          run_id: str | None = None, batch_size: int = BATCH, jobs: int = 1, per_record: bool = False,
+                          recheck: bool = False) -> Report:
     """Validate a spec's stored records and (by default) write the verdicts to the store.
 
     The records are read a batch at a time: the rules, token spans and PII run per batch (in `jobs` worker
     processes when jobs > 1); what the global checks need (each record's key and query, its line of the
     expectations frame, its audit stratum) is kept, the rest is dropped. Duplicates, leakage, the span audit and
     the expectations then run over the whole set, so the verdicts are those of one pass over every record, whatever
-    the batch size or the number of processes."""
+    the batch size or the number of processes.
+
+    With `per_record`, only each record's own checks run, and (with `write`) the store keeps them
+    (``keep_record_checks``) instead of any verdict: no record counts as validated. A validation of a store holding
+    such kept checks (a shard store's, merged) reads them for the records they cover under the same
+    ``checks_profile`` instead of checking those records again, unless `recheck`."""
     from mashbill.validators.checker import RecordChecker
 
     status = None if include_all else "accepted"
-    # rows as read when worker processes check them (they decode them), records otherwise
-    batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size, decoded=jobs <= 1)
+    held = {} if per_record or recheck else store.record_checks_held(rs.hash)
+    # rows as read when worker processes check them or kept checks may stand in for some (decoded where checked)
+    raw = jobs > 1 or bool(held)
+    batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size, decoded=not raw)
     first = next(batches, None)
     if not first:
         held = store.spec_status_counts(rs.spec.name, rs.spec.version)
@@ -214,6 +372,16 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
     spans = SpanPass(opts, report) if opts.spans and opts.profile is not None else None
     checks = _RecordChecks(rs, opts, checker, spans)
+    profile = checks_profile(rs, opts, spans) if per_record or held else None
+    kept = Counter()
+    batches = itertools.chain([first], batches)
+    if held:
+        if profile in held:
+            batches = _with_kept(store, rs.hash, profile, batches, kept)
+        else:
+            report.warnings.append(f"the own checks of {sum(held.values()):,} record(s) kept in this store (by "
+                                   "`validate --per-record`) were made under another checks profile (another "
+                                   "Mashbill, rule set, tokenizer or options); every record was checked here")
     rule_counts: Counter = Counter()
     statuses: Counter = Counter()
     taxonomy_sources: Counter = Counter()
@@ -224,7 +392,10 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     frame: dict[bool, list[dict]] = {False: [], True: []}
     pii: dict[str, list[Verdict]] = {}
     done = 0
-    for n, got in _checked_batches(rs, opts, checks, itertools.chain([first], batches), jobs):
+    for n, got in _checked_batches(rs, opts, checks, batches, jobs, raw=raw, keep_items=per_record):
+        if per_record and write and not store.read_only:
+            store.keep_record_checks(rs.hash, profile, [(it["id"], json.dumps(it, ensure_ascii=False))
+                                                        for it in got.items])
         for key, verdicts in got.verdicts:
             report.add(key, verdicts)
         statuses.update(got.statuses)
@@ -239,7 +410,8 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
             frame[part] += got.frame[part]
         pii.update(got.pii)
         done += n
-        _progress(opts, f"rules, token spans and personal data: {done:,} records")
+        _progress(opts, f"rules, token spans and personal data: {done:,} records"
+                        + (f" ({kept['kept']:,} of them from kept checks)" if kept else ""))
     if checker.ruleset is not None:
         checker.taxonomy_sources, checker.skipped = taxonomy_sources, skipped
         report.sections["rules"] = {**checker.summary(), "counts": dict(rule_counts)}
@@ -247,6 +419,17 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     if keys[True]:
         report.sections["eval_split"] = len(keys[True])
     report.keys = keys[False] + keys[True]
+    if kept:
+        report.sections["per_record"] = {"from_kept": kept["kept"], "checked_here": done - kept["kept"],
+                                         "checks_profile": profile}
+    if per_record:
+        pii_section(len(pii), opts, report)
+        for key in report.keys:
+            if key in pii:
+                report.add(key, pii[key])
+        report.sections["per_record"] = {"kept": done if write and not store.read_only else 0, "checked_here": done,
+                                         "checks_profile": profile}
+        return report
     if spans is not None:
         order = report.keys
 

@@ -46,7 +46,8 @@ UNDO = {9: ("ALTER TABLE validation_runs DROP COLUMN tokens_profile",
              "CREATE INDEX record_validations_record ON record_validations (record_id)",
              "CREATE INDEX review_decisions_record ON review_decisions (record_id)"),
         11: ("ALTER TABLE validation_runs DROP COLUMN near_groups_profile",
-             "ALTER TABLE record_validations DROP COLUMN near_group")}
+             "ALTER TABLE record_validations DROP COLUMN near_group"),
+        12: ("DROP TABLE record_checks",)}
 
 
 def store_for_revision(store: Path, pkg: Path, dest: Path) -> Path:

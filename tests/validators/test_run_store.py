@@ -12,44 +12,12 @@ from mashbill.cli import main
 from mashbill.factory.records import Record, SpecRef, Verdict
 from mashbill.factory.store import Store
 from mashbill.specs import find_spec, load_spec, render_prompt
-from vhelpers import assert_known_codes
-
-CALC = [{"task": "Compute 17% of 2840.", "category": "precision_tools", "mcp_tool": "calculate",
-         "mcp_args": {"expression": "2840 * 0.17"}}]
-GENERAL = [{"task": "Compute 17% of 2840.", "category": "general"}]
-LEGAL_ONLY = [{"task": "Erkläre § 823 Abs. 2 BGB.", "category": "legal_advisor"}]
-
+from vhelpers import CALC, GENERAL, assert_known_codes, report_and_verdicts, write_plan_records
 
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory):
-    rs = load_spec(find_spec("plan-moe"))
-    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
-    rows = [  # id, query, output, status, extra meta
-        ("r1", "What is 17% of 2840?", CALC, "accepted", {}),
-        ("r2", "What is 18% of 2840?", GENERAL, "accepted", {}),
-        ("r3", "Was bedeutet § 823 Abs. 2 BGB für Radfahrer ohne Licht?", LEGAL_ONLY, "accepted", {}),
-        ("r4", "what is 17 % of 2840 ?", CALC, "accepted", {}),
-        ("r5", "Wie spät ist es in Tokio, wenn es in Berlin 9 Uhr ist?", None, "rejected", {}),
-        ("r6", "Erkläre mir den Unterschied zwischen TCP und UDP in zwei Sätzen.",
-         [{"task": "Erkläre TCP vs UDP.", "category": "general"}], "accepted", {"split": "eval"}),
-        ("r7", "Erkläre mir den Unterschied zwischen TCP und UDP in zwei Sätzen!",
-         [{"task": "Erkläre TCP vs UDP.", "category": "general"}], "accepted", {}),
-        ("r8", "Schreib mir bitte eine Mail an anna.schmidt@example.de wegen des Termins.",
-         [{"task": "Schreibe die Mail.", "category": "general", "bogus": 1}], "accepted", {}),
-    ]
-    records = []
-    for rid, query, output, status, extra in rows:
-        prompt = render_prompt(rs, {"query": query, "lang": "de"}, rid)
-        meta = {**prompt.meta(), "lang": "de", **extra}
-        raw = json.dumps(output) if output is not None else "Es ist 16 Uhr"
-        records.append(Record(rid, "plan", {"query": query, "lang": "de"}, output, raw, ref, status,
-                              prompt.training_messages, meta))
     root = tmp_path_factory.mktemp("store")
-    with Store.open(root) as store:
-        run = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash, kind="plan",
-                              backend="test", model="test", model_sha256=None, model_info=None, sampling={})
-        gen = {"r5": [Verdict("PARSE001", "reject", "not JSON")]}
-        store.write_batch(run, records, gen, [])
+    write_plan_records(root)
     return root
 
 
@@ -151,15 +119,6 @@ def test_the_record_checker_for_the_factory():
     assert rule_codes <= set(CODES) and all(CODES[c].source == "rules" for c in rule_codes)
 
 
-def _report_and_verdicts(rep) -> tuple[dict, list]:
-    d = rep.to_dict()
-    d.pop("wall_s")
-    d["span"].pop("fast_s")
-    d["span"]["audit"].pop("wall_s")
-    return json.loads(json.dumps(d, default=str)), [(k, [(v.code, v.detail) for v in rep.verdicts.get(k, ())])
-                                                    for k in rep.keys]
-
-
 def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store_dir):
     """The store is read a batch at a time; batches of 1-3 records (the eval row, the PII row, a duplicate and a
     leak in other batches than the rows they meet) give what one batch of all gives: every verdict in order, every
@@ -176,7 +135,7 @@ def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store
             opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
                                           truncation_side=tp.truncation_side, loss=tp.loss)  # a cut in every batch
             rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch)
-        return _report_and_verdicts(rep)
+        return report_and_verdicts(rep)
 
     whole, verdicts = run(10_000)
     for batch in (1, 2, 3):
@@ -206,7 +165,7 @@ def test_worker_processes_give_the_verdicts_report_and_stored_counts_of_one_proc
             opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
                                           truncation_side=tp.truncation_side, loss=tp.loss)
             rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch, jobs=jobs)
-        d, verdicts = _report_and_verdicts(rep)
+        d, verdicts = report_and_verdicts(rep)
         assert d["span"].pop("pieces_tokenized") > 0
         return d, verdicts
 

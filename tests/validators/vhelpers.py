@@ -90,3 +90,60 @@ def llamacpp_reference(path):
     if key not in _LLAMACPP:
         _LLAMACPP[key] = llama_cpp.Llama(model_path=key, vocab_only=True, verbose=False)
     return _LLAMACPP[key]
+
+
+# ---------------------------------------------------------------- stored plan records
+
+CALC = [{"task": "Compute 17% of 2840.", "category": "precision_tools", "mcp_tool": "calculate",
+         "mcp_args": {"expression": "2840 * 0.17"}}]
+GENERAL = [{"task": "Compute 17% of 2840.", "category": "general"}]
+LEGAL_ONLY = [{"task": "Erkläre § 823 Abs. 2 BGB.", "category": "legal_advisor"}]
+
+
+def write_plan_records(root, only=None) -> None:
+    """Eight plan-moe records, one or more findings each (a tool missing, a duplicate, a leak into the eval row,
+    personal data, a schema slip, one rejected at generation), written to a store at `root` (those in `only`)."""
+    from mashbill.factory.records import Record, SpecRef, Verdict
+    from mashbill.factory.store import Store
+    from mashbill.specs import find_spec, load_spec, render_prompt
+
+    rs = load_spec(find_spec("plan-moe"))
+    ref = SpecRef(rs.spec.name, rs.spec.version, rs.hash)
+    rows = [  # id, query, output, status, extra meta
+        ("r1", "What is 17% of 2840?", CALC, "accepted", {}),
+        ("r2", "What is 18% of 2840?", GENERAL, "accepted", {}),
+        ("r3", "Was bedeutet § 823 Abs. 2 BGB für Radfahrer ohne Licht?", LEGAL_ONLY, "accepted", {}),
+        ("r4", "what is 17 % of 2840 ?", CALC, "accepted", {}),
+        ("r5", "Wie spät ist es in Tokio, wenn es in Berlin 9 Uhr ist?", None, "rejected", {}),
+        ("r6", "Erkläre mir den Unterschied zwischen TCP und UDP in zwei Sätzen.",
+         [{"task": "Erkläre TCP vs UDP.", "category": "general"}], "accepted", {"split": "eval"}),
+        ("r7", "Erkläre mir den Unterschied zwischen TCP und UDP in zwei Sätzen!",
+         [{"task": "Erkläre TCP vs UDP.", "category": "general"}], "accepted", {}),
+        ("r8", "Schreib mir bitte eine Mail an anna.schmidt@example.de wegen des Termins.",
+         [{"task": "Schreibe die Mail.", "category": "general", "bogus": 1}], "accepted", {}),
+    ]
+    records = []
+    for rid, query, output, status, extra in rows:
+        if only is not None and rid not in only:
+            continue
+        prompt = render_prompt(rs, {"query": query, "lang": "de"}, rid)
+        meta = {**prompt.meta(), "lang": "de", **extra}
+        raw = json.dumps(output) if output is not None else "Es ist 16 Uhr"
+        records.append(Record(rid, "plan", {"query": query, "lang": "de"}, output, raw, ref, status,
+                              prompt.training_messages, meta))
+    with Store.open(root) as store:
+        run = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash, kind="plan",
+                              backend="test", model="test", model_sha256=None, model_info=None, sampling={})
+        gen = {"r5": [Verdict("PARSE001", "reject", "not JSON")]} if any(r.id == "r5" for r in records) else {}
+        store.write_batch(run, records, gen, [])
+        store.finish_run(run, "completed", {"requested": len(records)})
+
+
+def report_and_verdicts(rep) -> tuple[dict, list]:
+    """A validation report as JSON without its timings, and each record's verdicts (code, detail) in order."""
+    d = rep.to_dict()
+    d.pop("wall_s")
+    d["span"].pop("fast_s")
+    d["span"]["audit"].pop("wall_s")
+    return json.loads(json.dumps(d, default=str)), [(k, [(v.code, v.detail) for v in rep.verdicts.get(k, ())])
+                                                    for k in rep.keys]

@@ -46,7 +46,14 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
               help="Spec mode: check each record's rules, token spans and personal data in this many worker "
                    "processes; duplicates, leakage, the span audit and the expectations run once over all. The "
                    "verdicts are the same for any number.")
-@click.option("--no-write", is_flag=True, help="Spec mode: do not write verdicts to the store.")
+@click.option("--per-record", is_flag=True,
+              help="Spec mode: run only each record's own checks (rules, token spans, personal data) and keep "
+                   "them in the store, marking no record validated: for shard stores, on the nodes that made them. "
+                   "A validation of the store they are merged into reads the kept checks (same spec, Mashbill, "
+                   "options and tokenizer) and runs only the checks that need every record; the verdicts are "
+                   "the same.")
+@click.option("--recheck", is_flag=True, help="Spec mode: check every record here, reading no kept checks.")
+@click.option("--no-write", is_flag=True, help="Spec mode: do not write verdicts (or kept checks) to the store.")
 @click.option("--no-spans", is_flag=True, help="Skip the token-span check.")
 @click.option("--no-rules", is_flag=True, help="File mode: skip the routing rules.")
 @click.option("--no-dedup", is_flag=True, help="Skip duplicate detection.")
@@ -55,13 +62,16 @@ LOSSES = ("assistant-only", "completion-only", "last-turn")
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary table.")
 @json_option(help="Print the report (as --report writes it) as JSON on stdout instead of the table.")
 def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max_seq_len, truncation_side, loss,
-            holdout, eval_files, rules_file, report_path, redact_to, audit_sample, include_all, jobs, no_write,
-            no_spans, no_rules, no_dedup, no_pii, no_expectations, quiet, as_json):
+            holdout, eval_files, rules_file, report_path, redact_to, audit_sample, include_all, jobs, per_record,
+            recheck, no_write, no_spans, no_rules, no_dedup, no_pii, no_expectations, quiet, as_json):
     """Validate a spec's stored records, or a dataset file.
 
     \b
     Stored records (verdicts are written to the store, replacing earlier 'validate' ones):
       mashbill validate plan-moe --store ./mashbill-data
+    Each shard store where it was made, then the merged store (there, only the checks that need every record):
+      mashbill validate plan-moe --store ./stores/shard_0 --per-record
+      mashbill validate plan-moe --store ./stores/merged
     A dataset file with a trainer profile:
       mashbill validate planner_chat.jsonl --format messages \\
           --tokenizer ~/.cache/mashbill/vocab/ggml-vocab-qwen2.gguf --chat-template chatml \\
@@ -88,8 +98,10 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
     if file_mode:
         if fmt is None:
             raise ValidationInputError(f"{target}: pass --format ({', '.join(FORMATS)}) to validate a dataset file")
-        if jobs > 1:
-            raise ValidationInputError(f"{target}: --jobs works on a spec's stored records, not on a dataset file")
+        for flag, given in (("--jobs", jobs > 1), ("--per-record", per_record), ("--recheck", recheck)):
+            if given:
+                raise ValidationInputError(f"{target}: {flag} works on a spec's stored records, not on a dataset "
+                                           "file")
         spec_profile = None
         if profile_spec:
             from mashbill.specs import find_spec, load_spec
@@ -138,7 +150,8 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
                                           chat_template=chat_template or tp.chat_template,
                                           truncation_side=truncation_side or tp.truncation_side, loss=loss or tp.loss)
         with Store.open(store_path, read_only=no_write, create=False) as store:
-            report = validate_spec_records(rs, store, opts, include_all=include_all, write=not no_write, jobs=jobs)
+            report = validate_spec_records(rs, store, opts, include_all=include_all, write=not no_write, jobs=jobs,
+                                           per_record=per_record, recheck=recheck)
     if report_path:
         report.write(report_path)
     if as_json:
@@ -150,7 +163,13 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
 
 def _print(report, report_path) -> None:
     d = report.to_dict()
-    click.echo(f"validated {d['records']} record(s) of {d['source']}")
+    own = d.get("per_record", {})
+    if "kept" in own:
+        click.echo(f"checked {d['records']} record(s) of {d['source']} one by one (rules, token spans, personal "
+                   f"data); {own['kept']} kept for the validation after the merge, none marked validated")
+    else:
+        click.echo(f"validated {d['records']} record(s) of {d['source']}"
+                   + (f" ({own['from_kept']} with their kept own checks)" if own else ""))
     span = d.get("span")
     if span:
         t = span["tokens"]
