@@ -85,6 +85,7 @@ class SlurmOptions:
     server_wait_s: int = 1800
     revision: str | None = None
     vllm_args: tuple[str, ...] = ()  # extra `vllm serve` arguments, e.g. --enable-prompt-tokens-details
+    validate_jobs: int = 8  # processes for each shard's own record checks after generate; 0: the merge job checks all
 
 
 def _q(value) -> str:
@@ -103,6 +104,23 @@ def render_slurm(o: SlurmOptions) -> dict[str, str]:
                 f"--enable-prefix-caching --host 127.0.0.1 --port \"$PORT\""
                 + "".join(f" {_q(a)}" for a in o.vllm_args))
     logs = f"{o.store_root}/logs"
+
+    validate_shard = ""
+    if o.validate_jobs:
+        validate_shard = f"""if [ "$rc" = 0 ]; then
+  # Each record's own checks (rules, token spans, personal data) here, kept in the shard store; the merge job's
+  # validation reads them and runs only the checks that need every record. Exit 1 means findings, not a failure.
+  GEN_PID=
+  "$MASHBILL" validate {_q(o.spec)} --store "$STORE" --per-record --jobs {o.validate_jobs} -q &
+  GEN_PID=$!
+  set +e
+  wait "$GEN_PID"; rc=$?
+  if kill -0 "$GEN_PID" 2>/dev/null; then wait "$GEN_PID"; rc=$?; fi
+  set -e
+  echo "shard $SHARD/$NSHARDS: mashbill validate --per-record exited with $rc"
+  if [ "$rc" = 1 ]; then rc=0; fi
+fi
+"""
 
     generate = f"""#!/bin/bash
 {header}#SBATCH --job-name=mb-gen-{o.spec_ref.split('@')[0][:20]}
@@ -165,7 +183,7 @@ wait "$GEN_PID"; rc=$?
 if kill -0 "$GEN_PID" 2>/dev/null; then wait "$GEN_PID"; rc=$?; fi  # woken by SIGTERM: let mashbill finish
 set -e
 echo "shard $SHARD/$NSHARDS: mashbill generate exited with $rc"
-exit $rc
+{validate_shard}exit $rc
 """
 
     shards = " ".join(f'"$STORE_ROOT/shard_{i}"' for i in range(o.nodes))
@@ -184,6 +202,13 @@ STORE_ROOT={_q(o.store_root)}
 MASHBILL={_q(o.mashbill)}
 # Fails when a shard is missing or two shards disagree on a record id.
 "$MASHBILL" merge "$STORE_ROOT/merged" {shards} --require-complete
+# Every check on the merged records: each record's own checks are read from those the array tasks kept (records
+# without them are checked here), the checks that need every record run here. Exit 1 means findings (rejected
+# records, in the report), not a failure.
+rc=0
+"$MASHBILL" validate {_q(o.spec)} --store "$STORE_ROOT/merged" --jobs 4 --report "$STORE_ROOT/validation.json" \\
+  -q || rc=$?
+if [ "$rc" -gt 1 ]; then exit "$rc"; fi
 """
 
     submit = f"""#!/bin/bash

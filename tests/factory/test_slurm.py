@@ -53,6 +53,10 @@ def test_rendered_scripts(write_spec, tmp_path):
     assert '--shard "$SHARD/$NSHARDS"' in gen and "NSHARDS=4" in gen and "--concurrency 48" in gen
     assert "--require-complete" in merge and all(f"shard_{i}" in merge for i in range(4))
     assert "--dependency=afterok:$GEN_JOB merge.sbatch" in submit
+    assert '--store "$STORE" --per-record --jobs 8' in gen and '--store "$STORE_ROOT/merged" --jobs 4' in merge
+    _, out, _ = render(write_spec, tmp_path, 4, extra=("--validate-jobs", 0))
+    assert "--per-record" not in (out / "generate.sbatch").read_text()
+    assert '--store "$STORE_ROOT/merged"' in (out / "merge.sbatch").read_text()
 
 
 def test_the_array_tasks_and_the_merge_run_end_to_end(write_spec, tmp_path):
@@ -64,10 +68,15 @@ def test_the_array_tasks_and_the_merge_run_end_to_end(write_spec, tmp_path):
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f"shard {i}/2: mashbill generate exited with 0" in proc.stdout
+        assert f"shard {i}/2: mashbill validate --per-record exited with " in proc.stdout  # 0, or 1 with findings
     proc = subprocess.run(["bash", str(out / "merge.sbatch")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     merged = records(tmp_path / "stores" / "merged")
     assert len(merged) == 24 and {s for s, _, _ in merged.values()} == {"accepted"}
+    # the merged store's validation read every record's own checks from the shards' and ran the global ones
+    assert "validated 24 record(s)" in proc.stdout and "(24 with their kept own checks)" in proc.stdout
+    report = json.loads((tmp_path / "stores" / "validation.json").read_text())
+    assert report["per_record"]["from_kept"] == 24 and "dedup" in report and "expectations" in report
     # the stand-in servers were stopped with their tasks
     assert subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/v1/models"]).returncode != 0
 

@@ -136,3 +136,12 @@ def test_per_record_and_recheck_are_refused_on_a_file(tmp_path):
     for flag in ("--per-record", "--recheck"):
         result = _cli("validate", data, "--format", "prompt-completion", "--no-spans", flag)
         assert result.exit_code == 2 and f"{flag} works on a spec's stored records" in result.output
+
+
+def test_per_record_with_no_write_keeps_nothing(tmp_path):
+    write_plan_records(tmp_path / "s", only=SHARD_A)
+    result = _validate(tmp_path / "s", "--per-record", "--no-write")
+    assert result.exit_code == 1 and "; 0 kept for the validation after the merge" in result.output, result.output
+    with Store.open(tmp_path / "s", read_only=True) as store:
+        assert store.record_checks_held(store.sql("SELECT DISTINCT spec_hash FROM records").to_pylist()[0]
+                                        ["spec_hash"]) == {}

@@ -44,12 +44,17 @@ def command():
 @click.option("--mashbill", "mashbill_cmd", help="The mashbill executable on the nodes [default: this one].")
 @click.option("--vllm-arg", "vllm_args", multiple=True,
               help="An extra `vllm serve` argument (repeatable), e.g. --vllm-arg=--enable-prompt-tokens-details.")
+@click.option("--validate-jobs", type=click.IntRange(min=0), default=8, show_default=True,
+              help="Processes for each array task's own record checks (`validate --per-record`) after its shard is "
+                   "generated; the merge job then runs only the checks that need every record. 0: the merge job "
+                   "checks every record itself.")
 @json_option(help='Print {"written": [files], "stores", "merged", "tp", "submit"} as JSON.')
 def generate(spec, nodes, out_dir, store_root, account, partition, merge_partition, time_limit, model_size_b, tp,
-             image, port, max_model_len, concurrency, mashbill_cmd, vllm_args, as_json):
-    """Render generate.sbatch (an array job: a vLLM server and one shard per node), merge.sbatch and
-    submit.sh (the array, then the merge with --dependency=afterok) for SPEC, whose teacher must use
-    the openai backend (the vLLM server started per node).
+             image, port, max_model_len, concurrency, mashbill_cmd, vllm_args, validate_jobs, as_json):
+    """Render generate.sbatch (an array job: a vLLM server and one shard per node, then each record's own
+    checks there), merge.sbatch (the merge, then the validation of the merged store) and submit.sh (the
+    array, then the merge with --dependency=afterok) for SPEC, whose teacher must use the openai backend
+    (the vLLM server started per node).
 
     \b
     Example:
@@ -87,7 +92,7 @@ def generate(spec, nodes, out_dir, store_root, account, partition, merge_partiti
                         merge_partition=merge_partition, time=time_limit, tp=tp or tensor_parallel_for(size),
                         image=image, port=port, max_model_len=max_model_len or teacher.n_ctx,
                         concurrency=concurrency, mashbill=str(exe), revision=teacher.revision,
-                        vllm_args=tuple(vllm_args))
+                        vllm_args=tuple(vllm_args), validate_jobs=validate_jobs)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in render_slurm(opts).items():
