@@ -274,9 +274,12 @@ def _write(store: Store, aliases, report: MergeReport) -> None:
                 con.execute(f"INSERT INTO record_attempts BY NAME SELECT a.* FROM {alias}.record_attempts a "
                             f"WHERE a.record_id IN {win} AND NOT EXISTS (SELECT 1 FROM record_attempts b "
                             "WHERE b.record_id = a.record_id AND b.attempt = a.attempt)", [i])
-                # the records' own checks, kept where they were made (`validate --per-record` on the shard)
-                con.execute(f"INSERT INTO record_checks BY NAME SELECT * FROM {alias}.record_checks "
-                            f"WHERE record_id IN {win}", [i])
+            # the records' own checks, kept where they were made (`validate --per-record` on the shard): those of
+            # the copy picked, also for a record an earlier merge brought (a shard checked after that merge)
+            con.execute(f"INSERT INTO record_checks BY NAME SELECT k.* FROM {alias}.record_checks k "
+                        f"WHERE k.record_id IN (SELECT record_id FROM {_DECIDED} WHERE pick = ? AND NOT conflict) "
+                        "AND NOT EXISTS (SELECT 1 FROM record_checks o WHERE o.record_id = k.record_id AND "
+                        "o.spec_hash = k.spec_hash AND o.checks_profile = k.checks_profile)", [i])
             con.execute(f"INSERT INTO teacher_calls BY NAME SELECT * FROM {alias}.teacher_calls "
                         "WHERE call_id NOT IN (SELECT call_id FROM teacher_calls)")
             con.execute(f"INSERT INTO events SELECT * FROM (SELECT * FROM {alias}.events "

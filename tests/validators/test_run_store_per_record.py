@@ -104,6 +104,13 @@ def test_records_without_kept_checks_are_checked_where_the_merge_is(tmp_path):
     kept = _report(tmp_path / "merged.json")
     assert kept.pop("per_record")["checked_here"] == 4
     assert kept == _report(tmp_path / "here.json") and _stored(merged) == _stored(here)
+    # the other shard checked after the merge: merged again, its records' checks join those already there
+    assert _validate(shards["b"], "--per-record").exit_code == 1
+    assert _cli("merge", merged, shards["a"], shards["b"]).exit_code == 0
+    result = _validate(merged, "--no-write")
+    assert "(8 with their kept own checks)" in result.output, result.output
+    with Store.open(merged, read_only=True) as store:
+        assert store.sql("SELECT count(*) AS n FROM record_checks").to_pylist()[0]["n"] == 8  # none twice
 
 
 def test_kept_checks_are_read_not_made_again_and_only_under_their_profile(tmp_path):
