@@ -378,6 +378,11 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     if held:
         if profile in held:
             batches = _with_kept(store, rs.hash, profile, batches, kept)
+            other = sum(n for p, n in held.items() if p != profile)
+            if other:
+                report.warnings.append(f"the own checks of {other:,} record(s) kept in this store under another "
+                                       "checks profile (another Mashbill, rule set, tokenizer or options) were not "
+                                       "read; those records were checked here")
         else:
             report.warnings.append(f"the own checks of {sum(held.values()):,} record(s) kept in this store (by "
                                    "`validate --per-record`) were made under another checks profile (another "

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from teacher_helpers import MASHBILL, records, run_cli, tag
+from teacher_helpers import MASHBILL, queries, records, run_cli, tag
 
 from mashbill.factory.slurm import ROCM_ENV, model_size_b, tensor_parallel_for
 from tests.conftest import free_port
@@ -28,8 +28,8 @@ def test_tensor_parallel_by_model_size(model, size, tp):
     assert tensor_parallel_for(size) == tp
 
 
-def render(write_spec, tmp_path, nodes, model="fault-model", port=8000, extra=()):
-    spec = write_spec(n=24, teacher={"model": model})
+def render(write_spec, tmp_path, nodes, model="fault-model", port=8000, extra=(), seeds=None):
+    spec = write_spec(n=24, teacher={"model": model}, seeds=seeds)
     out = tmp_path / "slurm"
     proc = run_cli("slurm", "generate", spec, "--nodes", nodes, "--out", out, "--store-root", tmp_path / "stores",
                    "--account", "project_465000000", "--port", port, "--mashbill", MASHBILL,
@@ -61,7 +61,9 @@ def test_rendered_scripts(write_spec, tmp_path):
 
 def test_the_array_tasks_and_the_merge_run_end_to_end(write_spec, tmp_path):
     port = free_port()
-    spec, out, _ = render(write_spec, tmp_path, 2, port=port)
+    seeds = queries(24)
+    seeds[23] = {**seeds[0], "query": seeds[0]["query"] + "!"}  # a duplicate once normalised: DUP001, a reject
+    spec, out, _ = render(write_spec, tmp_path, 2, port=port, seeds=seeds)
     env = {**os.environ, "MASHBILL_SERVER_CMD": f"{sys.executable} {FAULT_SERVER} --port $PORT --model fault-model"}
     for i in range(2):
         proc = subprocess.run(["bash", str(out / "generate.sbatch")], env={**env, "SLURM_ARRAY_TASK_ID": str(i)},
@@ -77,6 +79,7 @@ def test_the_array_tasks_and_the_merge_run_end_to_end(write_spec, tmp_path):
     assert "validated 24 record(s)" in proc.stdout and "(24 with their kept own checks)" in proc.stdout
     report = json.loads((tmp_path / "stores" / "validation.json").read_text())
     assert report["per_record"]["from_kept"] == 24 and "dedup" in report and "expectations" in report
+    assert report["counts"].get("DUP001") == 1  # a finding: validate exited 1, and the merge job did not fail for it
     # the stand-in servers were stopped with their tasks
     assert subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/v1/models"]).returncode != 0
 

@@ -130,6 +130,12 @@ def test_kept_checks_are_read_not_made_again_and_only_under_their_profile(tmp_pa
     result = _validate(merged, "--no-write", "--json")
     details = [e["detail"] for e in json.loads(result.output)["examples"]["HR001"]]
     assert "altered where it was kept" in details
+    with Store.open(merged) as store:  # r2's check made over under another profile: r2 is checked here
+        store.keep_record_checks(spec_hash, "0" * 32, [("r2", json.dumps(item))])
+    report = json.loads(_validate(merged, "--no-write", "--json").output)
+    assert report["per_record"]["from_kept"] == 7 and report["per_record"]["checked_here"] == 1
+    assert any("of 1 record(s) kept in this store under another checks profile" in w for w in report["warnings"])
+    assert "altered where it was kept" not in json.dumps(report)
     result = _validate(other, "--no-write", "--no-pii", "--json")
     report = json.loads(result.output)
     assert "per_record" not in report
