@@ -113,9 +113,9 @@ def test_records_without_kept_checks_are_checked_where_the_merge_is(tmp_path):
         assert store.sql("SELECT count(*) AS n FROM record_checks").to_pylist()[0]["n"] == 8  # none twice
 
 
-def test_kept_checks_are_read_not_made_again_and_only_under_their_profile(tmp_path):
+def test_kept_checks_are_read_not_made_again_and_only_under_their_profile(tmp_path, monkeypatch):
     """A kept check altered in the merged store shows in the verdicts (so it was read, not remade); under other
-    options the kept checks are not read, and the report says why."""
+    options, or by other code, the kept checks are not read, and the report says why."""
     shards = _shards(tmp_path)
     merged = _merged(tmp_path, shards, "merged")
     with Store.open(merged) as store:
@@ -141,6 +141,11 @@ def test_kept_checks_are_read_not_made_again_and_only_under_their_profile(tmp_pa
     assert "per_record" not in report
     assert any("another checks profile" in w for w in report["warnings"])
     assert "altered where it was kept" not in json.dumps(report)
+    from mashbill.validators import run_store
+
+    monkeypatch.setattr(run_store, "code_digest", lambda: "another mashbill")
+    report = json.loads(_validate(other, "--no-write", "--json").output)
+    assert "per_record" not in report and any("another checks profile" in w for w in report["warnings"])
 
 
 def test_per_record_and_recheck_are_refused_on_a_file(tmp_path):
