@@ -54,6 +54,48 @@ def test_every_stage_after_the_merge_ran_on_the_merged_store(rehearsal):
     assert pulled == res["frozen"] == sel["examples"]  # the pull holds every frozen example, once
 
 
+def test_shards_checked_where_they_were_made_give_the_merged_store_the_same_validation(rehearsal):
+    """The cluster's way (`mashbill slurm generate`): each shard's records checked in its own store with
+    `validate --per-record`, merged again, and the merged store validated reading those checks, at volume and with
+    the replay teacher's error mix: every verdict and mark (passed, token count, near-duplicate group) is what the
+    rehearsal's validation of the merged store wrote, checking every record itself."""
+    import subprocess
+
+    from mashbill.factory.store import Store
+    from tests.factory.rehearsal_run import MASHBILL
+
+    def run_checked(args) -> str:  # exit 1: findings (rejected records), as in the rehearsal's own validation
+        proc = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+        assert proc.returncode in (0, 1), proc.stderr[-2000:]
+        return proc.stdout
+
+    root, _ = rehearsal
+    run = root / "run"
+    specs = sorted((run / "specs").glob("*.yaml"))
+    shards = sorted((run / "shards").iterdir())
+    for spec in specs:
+        for shard in shards:
+            run_checked([MASHBILL, "validate", spec, "--store", shard, "--per-record", "-q", "--audit-sample", "20"])
+    again = root / "merged-again"
+    run_checked([MASHBILL, "merge", again, *shards])
+    reports = []
+    for spec in specs:
+        out = run_checked([MASHBILL, "validate", spec, "--store", again, "--audit-sample", "20", "--json"])
+        reports.append(json.loads(out)["per_record"])
+    assert all(r["checked_here"] == 0 and r["from_kept"] > 0 for r in reports), reports
+
+    def validation(store):
+        with Store.open(store, read_only=True) as st:
+            return (st.sql("SELECT record_id, code, severity, detail FROM verdicts WHERE stage = 'validate' "
+                           "ORDER BY ALL").to_pylist(),
+                    st.sql("SELECT record_id, passed, n_tokens, near_group FROM record_validations "
+                           "ORDER BY ALL").to_pylist())
+
+    verdicts, marks = validation(run / "merged")
+    assert validation(again) == (verdicts, marks)
+    assert len(marks) == sum(r["from_kept"] for r in reports) and any(not m["passed"] for m in marks)
+
+
 def test_growth_flags_a_stage_that_grows_faster_than_n_log_n():
     from tests.factory.rehearsal_run import Stage, growth
 
