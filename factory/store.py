@@ -372,6 +372,9 @@ class Store(StoreQueries):
             # A failed record being retried is replaced; a finished one never is (the caller skips those).
             con.execute("DELETE FROM verdicts WHERE stage = 'generate' AND record_id IN "
                         "(SELECT r.record_id FROM records r JOIN _ids USING (record_id) WHERE r.status = 'failed')")
+            # (and any own checks kept of the failed copy: they checked other content)
+            con.execute("DELETE FROM record_checks WHERE record_id IN "
+                        "(SELECT r.record_id FROM records r JOIN _ids USING (record_id) WHERE r.status = 'failed')")
             con.execute("DELETE FROM records WHERE status = 'failed' AND record_id IN (SELECT record_id FROM _ids)")
             for name, table, target in (("_rec", rec_table, "records"), ("_ver", ver_table, "verdicts"),
                                         ("_calls", call_table, "teacher_calls")):

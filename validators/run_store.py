@@ -1,6 +1,7 @@
 """Validating a spec's stored records: read from the store a batch at a time, each record's own checks (rules, token
-spans, personal data) run here or in worker processes, then the checks that need every record (duplicates, leakage,
-the span audit, the expectations) once over all, and the verdicts written back to the store."""
+spans, personal data) run here or in worker processes, or read from those the store kept (`--per-record` on the
+shard store that made the record), then the checks that need every record (duplicates, leakage, the span audit, the
+expectations) once over all, and the verdicts written back to the store."""
 
 from __future__ import annotations
 

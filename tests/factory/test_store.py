@@ -388,3 +388,16 @@ def test_the_store_takes_a_memory_limit_from_the_environment(tmp_path, monkeypat
     monkeypatch.setenv("MASHBILL_STORE_MEMORY", "lots")
     with pytest.raises(StoreError, match="MASHBILL_STORE_MEMORY='lots' is not a size"):
         Store.open(tmp_path / "s", read_only=True)
+
+
+def test_a_retried_failed_record_loses_the_own_checks_kept_of_its_failed_copy(tmp_path):
+    """`validate --per-record --all` may keep checks of a failed record; the retry that replaces the record has
+    other content, so its kept checks go with the failed copy (and a validation checks the new one itself)."""
+    with Store.open(tmp_path / "s") as store:
+        run = _begin(store)
+        store.write_batch(run, [_rec(1, "failed"), _rec(2, "accepted")], {}, [])
+        store.keep_record_checks(REF.hash, "p", [("id0001", "{}"), ("id0002", "{}")])
+        assert store.record_checks(REF.hash, "p", ["id0001", "id0002"]) == {"id0001": "{}", "id0002": "{}"}
+        store.write_batch(run, [_rec(1, "accepted")], {}, [])
+        assert store.record_checks(REF.hash, "p", ["id0001", "id0002"]) == {"id0002": "{}"}
+        assert store.record_checks_held(REF.hash) == {"p": 1}
