@@ -14,7 +14,7 @@ tokenized and the per_record section; identical=0 otherwise (and exit status 1).
 own and its children's (os.wait4).
 
 Last line: records= shards= shard_cpu_s= shard_max_wall_s= merge_s= after_merge_s= full_s= speedup_after_merge=
-kept_bytes_per_record= identical= load1=
+kept_bytes_per_record= after_merge_peak_mb= full_peak_mb= identical= load1=
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+PEAK = [0.0]
 
 
 def mashbill(*args, ok=(0,)) -> tuple[float, float, bytes]:
-    """(wall s, CPU s of the command and its children, stdout) of one `mashbill` command."""
+    """(wall s, CPU s of the command and its children, stdout) of one `mashbill` command; its peak RSS (MB, the
+    largest process's) in PEAK[0]."""
     from tests.factory.rehearsal_run import MASHBILL
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -47,6 +49,7 @@ def mashbill(*args, ok=(0,)) -> tuple[float, float, bytes]:
         err.seek(0)
         if code not in ok:
             raise SystemExit(f"mashbill {' '.join(map(str, args))} exited {code}: {err.read().decode()[-2000:]}")
+        PEAK[0] = ru.ru_maxrss / 1024
         return wall, ru.ru_utime + ru.ru_stime, out.read()
 
 
@@ -98,14 +101,15 @@ def main() -> int:
                                         "20", ok=(0, 1))
                 shard_cpu += cpu
                 shard_wall[shard] += wall
-                print(f"{spec.stem:24s} {shard.name}: --per-record wall {wall:6.2f}s  cpu {cpu:6.2f}s  load1 "
-                      f"{os.getloadavg()[0]:.2f}", flush=True)
+                print(f"{spec.stem:24s} {shard.name}: --per-record wall {wall:6.2f}s  cpu {cpu:6.2f}s  peak "
+                      f"{PEAK[0]:5.0f} MB  load1 {os.getloadavg()[0]:.2f}", flush=True)
         merged = tmp / "merged"
         merge_s, _, _ = mashbill("merge", merged, *shards)
         kept_bytes = size(merged) - size(plain)
         print(f"merge of {len(shards)} shard stores with their kept checks: {merge_s:.2f}s; merged store "
               f"{size(merged) / 1e6:.1f} MB, {size(plain) / 1e6:.1f} MB without kept checks", flush=True)
         after = full = 0.0
+        peaks = {"kept": 0.0, "recheck": 0.0}
         identical, records = True, 0
         for spec in specs:
             reports = {}
@@ -121,8 +125,10 @@ def main() -> int:
                     else:
                         full += wall
                     reports.setdefault(mode, report_of(out))
+                    peaks[mode] = max(peaks[mode], PEAK[0])
                     print(f"{spec.stem:24s} round {round_ + 1} {mode:8s}: {got['records']:>8,} records  wall "
-                          f"{wall:7.2f}s  cpu {cpu:7.2f}s  load1 {os.getloadavg()[0]:.2f}", flush=True)
+                          f"{wall:7.2f}s  cpu {cpu:7.2f}s  peak {PEAK[0]:6.0f} MB  load1 {os.getloadavg()[0]:.2f}",
+                          flush=True)
             same = reports["kept"] == reports["recheck"]
             identical &= same
             records += reports["kept"]["records"]
@@ -130,7 +136,8 @@ def main() -> int:
     print(f"records={records} shards={len(shards)} shard_cpu_s={shard_cpu:.1f} "
           f"shard_max_wall_s={max(shard_wall.values()):.1f} merge_s={merge_s:.1f} after_merge_s={after / args.repeat:.1f} "
           f"full_s={full / args.repeat:.1f} speedup_after_merge={full / after:.2f} "
-          f"kept_bytes_per_record={kept_bytes / max(1, records):.0f} identical={int(identical)} "
+          f"kept_bytes_per_record={kept_bytes / max(1, records):.0f} after_merge_peak_mb={peaks['kept']:.0f} "
+          f"full_peak_mb={peaks['recheck']:.0f} identical={int(identical)} "
           f"load1={os.getloadavg()[0]:.2f}")
     return 0 if identical else 1
 

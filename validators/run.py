@@ -175,6 +175,11 @@ class SpanPass:
         self.tokens_profile: str | None = None
         self.audit_clean = True  # finish(): the audit sample's fast counts agreed with the trainer's way
 
+    def load_tokens_profile(self) -> str:
+        """Load the tokenizer and template now (their bytes make the profile the token counts are kept under)."""
+        self._engine(())
+        return self.tokens_profile
+
     def _engine(self, examples):
         from mashbill.validators.spans.spans import SpanEngine
         from mashbill.hashing import sha256_text

@@ -296,8 +296,7 @@ def checks_profile(rs, opts: Options, spans: SpanPass | None) -> str:
     parts = {"spec": rs.hash, "code": code_digest(), "rules": digest(opts.rules if rs.spec.rules else None),
              "checks": digest(opts.ruleset()), "pii": opts.pii, "spans": None}
     if spans is not None:
-        spans._engine([])  # the tokenizer and template, whose bytes make tokens_profile
-        parts["spans"] = {**opts.profile.describe(), "tokens": spans.tokens_profile}
+        parts["spans"] = {**opts.profile.describe(), "tokens": spans.load_tokens_profile()}
     return sha256_text(canonical_json(parts))[:32]
 
 
