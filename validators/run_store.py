@@ -347,9 +347,9 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     from mashbill.validators.checker import RecordChecker
 
     status = None if include_all else "accepted"
-    held = {} if per_record or recheck else store.record_checks_held(rs.hash)
+    profiles = {} if per_record or recheck else store.record_checks_held(rs.hash)  # kept checks per profile
     # rows as read when worker processes check them or kept checks may stand in for some (decoded where checked)
-    raw = jobs > 1 or bool(held)
+    raw = jobs > 1 or bool(profiles)
     batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size, decoded=not raw)
     first = next(batches, None)
     if not first:
@@ -372,19 +372,19 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     checker = RecordChecker.for_spec(rs, opts.rules if rs.spec.rules else None)
     spans = SpanPass(opts, report) if opts.spans and opts.profile is not None else None
     checks = _RecordChecks(rs, opts, checker, spans)
-    profile = checks_profile(rs, opts, spans) if per_record or held else None
+    profile = checks_profile(rs, opts, spans) if per_record or profiles else None
     kept = Counter()
     batches = itertools.chain([first], batches)
-    if held:
-        if profile in held:
+    if profiles:
+        if profile in profiles:
             batches = _with_kept(store, rs.hash, profile, batches, kept)
-            other = sum(n for p, n in held.items() if p != profile)
+            other = sum(n for p, n in profiles.items() if p != profile)
             if other:
                 report.warnings.append(f"the own checks of {other:,} record(s) kept in this store under another "
                                        "checks profile (another Mashbill, rule set, tokenizer or options) were not "
                                        "read; those records were checked here")
         else:
-            report.warnings.append(f"the own checks of {sum(held.values()):,} record(s) kept in this store (by "
+            report.warnings.append(f"the own checks of {sum(profiles.values()):,} record(s) kept in this store (by "
                                    "`validate --per-record`) were made under another checks profile (another "
                                    "Mashbill, rule set, tokenizer or options); every record was checked here")
     rule_counts: Counter = Counter()
