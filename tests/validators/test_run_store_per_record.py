@@ -163,3 +163,40 @@ def test_per_record_with_no_write_keeps_nothing(tmp_path):
     with Store.open(tmp_path / "s", read_only=True) as store:
         assert store.record_checks_held(store.sql("SELECT DISTINCT spec_hash FROM records").to_pylist()[0]
                                         ["spec_hash"]) == {}
+
+
+def test_a_per_record_run_that_died_midway_is_run_again_without_a_check_twice(tmp_path, monkeypatch):
+    """Kept checks are committed a batch at a time: a run that dies after its first batch leaves that batch's checks;
+    run again, every record has one kept check (the first batch's replaced), and the merged store's validation reads
+    them all."""
+    from mashbill.specs import find_spec, load_spec
+    from mashbill.validators.run_store import spec_options, validate_spec_records
+
+    shard = tmp_path / "shard"
+    write_plan_records(shard)
+    rs = load_spec(find_spec("plan-moe"))
+    real = Store.keep_record_checks
+    calls = []
+
+    def dies_after_the_first(self, *args):
+        calls.append(args)
+        if len(calls) > 1:
+            raise KeyboardInterrupt  # as a killed run would stop: the first batch's transaction is committed
+        return real(self, *args)
+
+    monkeypatch.setattr(Store, "keep_record_checks", dies_after_the_first)
+    with Store.open(shard) as store:
+        try:
+            validate_spec_records(rs, store, spec_options(rs, audit_sample=3), include_all=True, per_record=True,
+                                  batch_size=3)
+        except KeyboardInterrupt:
+            pass
+        assert store.sql("SELECT count(*) AS n FROM record_checks").to_pylist()[0]["n"] == 3
+    monkeypatch.setattr(Store, "keep_record_checks", real)
+    result = _cli("validate", "plan-moe", "--store", shard, "--all", "--per-record", "--audit-sample", "3")
+    assert "8 kept for the validation after the merge" in result.output, result.output
+    with Store.open(shard, read_only=True) as store:
+        rows = store.sql("SELECT record_id, count(*) AS n FROM record_checks GROUP BY ALL").to_pylist()
+    assert len(rows) == 8 and all(r["n"] == 1 for r in rows)
+    result = _cli("validate", "plan-moe", "--store", shard, "--all", "--audit-sample", "3", "--no-write")
+    assert "(8 with their kept own checks)" in result.output, result.output
