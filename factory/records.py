@@ -24,6 +24,11 @@ class Verdict:
     stage: str = "generate"
 
 
+def verdict_dicts(verdicts) -> list[dict]:
+    """Verdicts as JSON-ready dicts (a stored attempt's, a kept record check's); ``Verdict(**d)`` reads one back."""
+    return [{"code": v.code, "severity": v.severity, "detail": v.detail, "stage": v.stage} for v in verdicts]
+
+
 def parse_verdict(exc: json.JSONDecodeError) -> Verdict:
     """PARSE001 for text that is not JSON, worded one way wherever teacher or reviewer text is parsed."""
     return Verdict("PARSE001", "reject", f"not JSON: {exc.msg} at char {exc.pos}")

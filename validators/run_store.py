@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mashbill.factory.records import Verdict
+from mashbill.factory.records import Verdict, verdict_dicts
 from mashbill.validators.data.inputs import Row, guess_lang
 from mashbill.validators.errors import ValidationInputError
 from mashbill.validators.plans.ruleset import load_rules
@@ -39,12 +39,8 @@ BATCH = 20_000  # records held at once by a spec's validation (a million-record 
 JOB_BATCH = 2_000  # records a worker process checks at a time
 
 
-def _plain(verdicts) -> list[list[str]]:
-    return [[v.code, v.severity, v.detail, v.stage] for v in verdicts]
-
-
-def _verdicts(plain) -> list[Verdict]:
-    return [Verdict(*v) for v in plain]
+def _verdicts(dicts) -> list[Verdict]:
+    return [Verdict(**d) for d in dicts]
 
 
 @dataclass
@@ -145,7 +141,7 @@ class _RecordChecks:
             row.examples.append(_example(rec))
             part = str(meta.get("split", "")).lower() in EVAL_SPLITS
             rows[part].append(row)
-            items.append({"id": rec.id, "status": rec.status, "eval": part, "verdicts": _plain(verdicts),
+            items.append({"id": rec.id, "status": rec.status, "eval": part, "verdicts": verdict_dicts(verdicts),
                           "rules": counted, "taxonomy": dict(checker.taxonomy_sources),
                           "skipped": [[rule, need, n] for (rule, need), n in checker.skipped.items()],
                           "query": query})
@@ -159,14 +155,14 @@ class _RecordChecks:
                 pieces += measured.pieces
                 per_key: dict[str, list] = {}
                 for ex in measured.examples:
-                    per_key.setdefault(ex.key, []).append([_plain(ex.verdicts), ex.total, ex.target, ex.margin,
-                                                           ex.cut, list(ex.shape)])
+                    per_key.setdefault(ex.key, []).append([verdict_dicts(ex.verdicts), ex.total, ex.target,
+                                                           ex.margin, ex.cut, list(ex.shape)])
                 for r, count in zip(rows[part], measured.counts):
                     by_id[r.key]["spans"] = {"examples": per_key.get(r.key, []), "count": count}
             pii = pii_found(rows[part], self.opts)
             for r in rows[part]:
                 it = by_id[r.key]
-                it["pii"] = _plain(pii.get(r.key, ()))
+                it["pii"] = verdict_dicts(pii.get(r.key, ()))
                 it["frame"] = expectation_row(r)
         out = _Checked.join(items, self.spans is not None)
         if self.spans is not None:

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from mashbill.factory.generate.guards import GuardEvent
-from mashbill.factory.generate.repair import RepairGuard, reject_codes, verdict_dicts
+from mashbill.factory.generate.repair import RepairGuard, reject_codes
 from mashbill.factory.generate.repair_text import feedback
-from mashbill.factory.records import Record, Verdict
+from mashbill.factory.records import Record, Verdict, verdict_dicts
 from mashbill.factory.teachers.base import TeacherRequest, TeacherResult
 from mashbill.hashing import canonical_json
 

@@ -45,10 +45,6 @@ def reject_codes(verdicts) -> list[str]:
     return [v.code for v in verdicts if v.severity == "reject"]
 
 
-def verdict_dicts(verdicts) -> list[dict]:
-    return [{"code": v.code, "severity": v.severity, "detail": v.detail, "stage": v.stage} for v in verdicts]
-
-
 class RepairGuard:
     """Per code, the fixes of its last `window` repairs; trips once per code below `min_fix_rate`."""
 
