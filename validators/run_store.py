@@ -225,26 +225,28 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
 
     worker_opts = Options(**{**opts.__dict__, "progress": None})
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+
+    def parts(batch):  # (records, future) per part: a kept run joined here, the rest sent to the workers
+        if isinstance(batch, _Kept):
+            fut = Future()
+            fut.set_result(batch.checked(spans))
+            yield len(batch.texts), fut
+            return
+        size = max(1, min(JOB_BATCH, -(-len(batch) // (4 * jobs))))  # every worker busy to the last batch
+        for at in range(0, len(batch), size):
+            part = batch[at:at + size]
+            try:
+                fut = pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part, keep_items)
+            except OSError as exc:  # Python 3.11: a pool that has just broken can fail on its closed wake-up pipe
+                raise BrokenProcessPool(str(exc)) from None
+            yield len(part), fut
+
     pending: deque = deque()
     broken = False
     try:
         for batch in batches:
-            if isinstance(batch, _Kept):
-                fut = Future()
-                fut.set_result(batch.checked(spans))
-                pending.append((len(batch.texts), fut))
-                while len(pending) >= 2 * jobs:
-                    n, fut = pending.popleft()
-                    yield n, fut.result()
-                continue
-            size = max(1, min(JOB_BATCH, -(-len(batch) // (4 * jobs))))  # every worker busy to the last batch
-            for at in range(0, len(batch), size):
-                part = batch[at:at + size]
-                try:
-                    fut = pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part, keep_items)
-                except OSError as exc:  # Python 3.11: a pool that has just broken can fail on its closed wake-up pipe
-                    raise BrokenProcessPool(str(exc)) from None
-                pending.append((len(part), fut))
+            for part in parts(batch):
+                pending.append(part)
                 if len(pending) >= 2 * jobs:
                     n, fut = pending.popleft()
                     yield n, fut.result()
