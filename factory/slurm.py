@@ -110,13 +110,7 @@ def render_slurm(o: SlurmOptions) -> dict[str, str]:
         validate_shard = f"""if [ "$rc" = 0 ]; then
   # Each record's own checks (rules, token spans, personal data) here, kept in the shard store; the merge job's
   # validation reads them and runs only the checks that need every record. Exit 1 means findings, not a failure.
-  GEN_PID=
-  "$MASHBILL" validate {_q(o.spec)} --store "$STORE" --per-record --jobs {o.validate_jobs} -q &
-  GEN_PID=$!
-  set +e
-  wait "$GEN_PID"; rc=$?
-  if kill -0 "$GEN_PID" 2>/dev/null; then wait "$GEN_PID"; rc=$?; fi
-  set -e
+  run_mashbill validate {_q(o.spec)} --store "$STORE" --per-record --jobs {o.validate_jobs} -q
   echo "shard $SHARD/$NSHARDS: mashbill validate --per-record exited with $rc"
   if [ "$rc" = 1 ]; then rc=0; fi
 fi
@@ -159,6 +153,14 @@ GEN_PID=
 on_term() {{  # mashbill first (it marks the run interrupted); the server goes in the EXIT trap
   if [ -n "$GEN_PID" ]; then kill -TERM "$GEN_PID" 2>/dev/null || true; else exit 143; fi
 }}
+run_mashbill() {{  # in the background, so that on_term reaches it at once; its exit status in rc
+  "$MASHBILL" "$@" &
+  GEN_PID=$!
+  set +e
+  wait "$GEN_PID"; rc=$?
+  if kill -0 "$GEN_PID" 2>/dev/null; then wait "$GEN_PID"; rc=$?; fi  # woken by SIGTERM: let mashbill finish
+  set -e
+}}
 trap on_term TERM INT
 trap 'kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true' EXIT
 
@@ -175,13 +177,8 @@ done
 if [ "$ready" != 1 ]; then echo "the teacher server was not ready after {o.server_wait_s}s; see $SERVER_LOG" >&2; exit 1; fi
 
 # The shard: a deterministic slice by record id; resumable (finished records are read from its store).
-"$MASHBILL" generate {_q(o.spec)} --shard "$SHARD/$NSHARDS" --store "$STORE" \\
-  --base-url "http://127.0.0.1:$PORT/v1" --concurrency {o.concurrency} --no-progress &
-GEN_PID=$!
-set +e
-wait "$GEN_PID"; rc=$?
-if kill -0 "$GEN_PID" 2>/dev/null; then wait "$GEN_PID"; rc=$?; fi  # woken by SIGTERM: let mashbill finish
-set -e
+run_mashbill generate {_q(o.spec)} --shard "$SHARD/$NSHARDS" --store "$STORE" \\
+  --base-url "http://127.0.0.1:$PORT/v1" --concurrency {o.concurrency} --no-progress
 echo "shard $SHARD/$NSHARDS: mashbill generate exited with $rc"
 {validate_shard}exit $rc
 """
