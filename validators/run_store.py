@@ -237,7 +237,8 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
             part = batch[at:at + size]
             try:
                 fut = pool.submit(_worker_check, str(rs.path), rs.hash, worker_opts, part, keep_items)
-            except OSError as exc:  # Python 3.11: a pool that has just broken can fail on its closed wake-up pipe
+            except (OSError, ValueError) as exc:  # Python 3.11: a pool that has just broken can fail on its closed
+                # wake-up pipe (OSError), or spawning a replacement worker with a closed fd (ValueError: fds_to_keep)
                 raise BrokenProcessPool(str(exc)) from None
             yield len(part), fut
 
