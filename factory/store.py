@@ -85,8 +85,10 @@ def _loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
 
 MEMORY_ENV = "MASHBILL_STORE_MEMORY"  # e.g. "1GB": the most memory DuckDB takes for one store connection
 
-_RECORD_SELECT = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, messages, meta "
-                  "FROM records")
+_RECORD_COLUMNS = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, {}, meta "
+                   "FROM records")
+_RECORD_SELECT = _RECORD_COLUMNS.format("messages")
+_RECORD_SELECT_NO_PROMPTS = _RECORD_COLUMNS.format("'[]'")  # the prompts (~2 KB a record) not read
 
 
 def decode_records(rows: list[tuple]) -> list[Record]:
@@ -482,8 +484,9 @@ class Store(StoreQueries):
         return validation_id
 
     def records(self, spec_hash: str | None = None, status: str | None = None,
-                ids: Sequence[str] | None = None) -> list[Record]:
-        """Stored records, ordered by id; filtered by spec hash, status and/or a list of ids."""
+                ids: Sequence[str] | None = None, *, messages: bool = True) -> list[Record]:
+        """Stored records, ordered by id; filtered by spec hash, status and/or a list of ids. Without `messages`
+        their prompts are not read (`messages` is empty): for callers that decide on records and show none."""
         where, params = self._record_filter(spec_hash, status)
         if ids is not None:
             if not ids:
@@ -491,8 +494,9 @@ class Store(StoreQueries):
             where.append("record_id IN (SELECT record_id FROM _want)")
             self.con.register("_want", pa.table({"record_id": list(ids)}))
         try:
-            rows = self.con.execute(_RECORD_SELECT + (" WHERE " + " AND ".join(where) if where else "") +
-                                    " ORDER BY record_id", params).fetchall()
+            select = _RECORD_SELECT if messages else _RECORD_SELECT_NO_PROMPTS
+            rows = self.con.execute(select + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY record_id",
+                                    params).fetchall()
         finally:
             if ids is not None:
                 self.con.unregister("_want")

@@ -384,13 +384,13 @@ class StoreQueries:
         return got.column("prompt")
 
     def usable(self, spec_hash: str, *, require_review: bool = False, validator=None, recheck_for=None,
-               ids: Sequence[str] | None = None) -> list:
+               ids: Sequence[str] | None = None, messages: bool = True) -> list:
         """Every record of a spec hash (or those of `ids`) with the one answer to "is it usable?"
-        (factory.usable.record_states)."""
+        (factory.usable.record_states; without `messages`, records without their prompts)."""
         from mashbill.factory.usable import record_states
 
         return record_states(self, spec_hash, require_review=require_review, validator=validator,
-                             recheck_for=recheck_for, ids=ids)
+                             recheck_for=recheck_for, ids=ids, messages=messages)
 
     # ------------------------------------------------------------ events
 

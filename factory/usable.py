@@ -125,13 +125,14 @@ class RecordState:
 
 def record_states(store, spec_hash: str, *, require_review: bool = False, validator=None,
                   recheck_for: Callable[[Any], Callable[[Any], bool] | None] | None = None,
-                  ids: Sequence[str] | None = None) -> list[RecordState]:
-    """Every record of a spec hash (by id; only those of `ids` when given) with its usability;
+                  ids: Sequence[str] | None = None, messages: bool = True) -> list[RecordState]:
+    """Every record of a spec hash (by id; only those of `ids` when given) with its usability (without `messages`,
+    records whose prompts were not read: `Store.records`);
     `recheck_for(record)` gives the rule check a reviewer's correction of that record must pass (asked only for
     records with review rows). `Store.plain_usable` answers the common case below for many records at once."""
     if ids is not None and not ids:
         return []
-    records = store.records(spec_hash=spec_hash, ids=ids)
+    records = store.records(spec_hash=spec_hash, ids=ids, messages=messages)
     marks = store.latest_marks(spec_hash, ids)
     verdicts: dict[str, list[tuple[str, str, str, str]]] = {}
     for rid, stage, code, severity, detail in store.verdict_rows(spec_hash, ids):

@@ -10,7 +10,7 @@ so the snapshot's rejects file says why it is not there. The selection also coun
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import jsonschema
@@ -99,7 +99,11 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
     plain = None
     if columnar and not require_review:
         plain, others = store.plain_usable(rs.hash, paths, key_label, tokens_profile)
-        states = store.usable(rs.hash, validator=validator, recheck_for=recheck_for, ids=others)
+        # most of the others are left out (rejects): only those taken are read again with their prompts
+        states = store.usable(rs.hash, validator=validator, recheck_for=recheck_for, ids=others, messages=False)
+        taken = [st.record.id for st in states if st.usability.usable or st.usability.corrected]
+        prompted = {rec.id: rec for rec in store.records(rs.hash, ids=taken)} if taken else {}
+        states = [replace(st, record=prompted[st.record.id]) if st.record.id in prompted else st for st in states]
     else:
         states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)
     n_plain = plain.num_rows if plain is not None else 0

@@ -94,6 +94,40 @@ def _loads(text: str | None):
     return None if text is None else json.loads(text)
 
 
+_ABSENT, _SEP = "\x01", "\x00"  # no JSON text holds a raw control character
+_FACT_TYPES = (pa.string(), pa.string(), pa.list_(pa.string()), pa.string())  # as _label_facts gives them
+
+
+def _projected_facts(plain: pa.Table, kind: str, dims: list[str]) -> tuple[pa.Array, list[tuple | None]]:
+    """`_label_facts` once per distinct combination of the values the labels read (see PROJECTED; None for a
+    combination whose output is not of the JSON type the labels read: its records are decoded whole) and each
+    record's combination (an index into them). The combinations are found by Arrow's dictionary encoding of those
+    values joined."""
+    import numpy as np
+
+    paths, json_type = PROJECTED[kind]
+    names = [name for name, _, _ in paths]
+    values = [plain.column(name) for name in names] + [plain.column("output_len").cast(pa.string()),
+                                                         plain.column("output_type")]
+    joined = pc.binary_join_element_wise(*[pc.fill_null(v, _ABSENT) for v in values], _SEP)
+    encoded = joined.combine_chunks().dictionary_encode()
+    at = encoded.indices.to_numpy(zero_copy_only=False)
+    _, first = np.unique(at, return_index=True)  # the first row of each combination, in the dictionary's order
+    rows = plain.select([*names, "output_len", "output_type"]).take(pa.array(first, pa.int64())).to_pylist()
+    distinct: list[tuple | None] = []
+    for row in rows:
+        if row["output_type"] != json_type:  # not a list of tasks (plans), not an object (complexity)
+            distinct.append(None)
+            continue
+        inputs = {k: json.loads(row[name]) for k, name in zip(("lang", "type", "complexity"), names[:3])
+                  if row[name] is not None}
+        meta = {k: json.loads(row[name]) for k, name in zip(("lang", "taxonomy_renamed"), names[3:5])
+                if row[name] is not None}
+        distinct.append(_label_facts(kind, dims, inputs, _projected_output(kind, row[names[5]], row["output_len"]),
+                                     meta))
+    return pa.array(at), distinct
+
+
 def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inputs: bool = True) -> pa.Table:
     """EXAMPLES rows of the plain records (`Store.plain_usable` columns with `paths_for(kind, dims)`); without
     `inputs` (no curation.group_by to read them) their inputs column is left empty."""
@@ -101,39 +135,27 @@ def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inpu
     outputs = pc.fill_null(plain.column("output"), "null").to_pylist()  # canonical_json(None) for no output
     queries = ["" if q is None else json.loads(q) for q in plain.column("q").to_pylist()]  # input.get("query", "")
     facts: list[tuple] = [None] * n
-    if projected(kind, dims):
-        # the labels read only these values (see PROJECTED): one computation per distinct combination
-        paths, json_type = PROJECTED[kind]
-        cols = [plain.column(name).to_pylist() for name, _, _ in paths[:5]]
-        outs = plain.column(paths[5][0]).to_pylist()
-        types = plain.column("output_type").to_pylist()
-        lens = plain.column("output_len").to_pylist()
-        seen: dict[tuple, tuple] = {}
-        for i in range(n):
-            if types[i] != json_type:  # not a list of tasks (plans), not an object (complexity): decoded whole below
-                continue
-            sig = (cols[0][i], cols[1][i], cols[2][i], cols[3][i], cols[4][i], outs[i], lens[i])
-            f = seen.get(sig)
-            if f is None:
-                inputs = {k: json.loads(v) for k, v in zip(("lang", "type", "complexity"), sig[:3]) if v is not None}
-                meta = {k: json.loads(v) for k, v in zip(("lang", "taxonomy_renamed"), sig[3:5]) if v is not None}
-                f = seen[sig] = _label_facts(kind, dims, inputs, _projected_output(kind, sig[5], sig[6]), meta)
-            facts[i] = f
-    rest = [i for i in range(n) if facts[i] is None]
-    if rest:
+    columns = None  # labels, cell, class labels, lang
+    if projected(kind, dims) and n:
+        at, distinct = _projected_facts(plain, kind, dims)
+        if None in distinct:
+            facts = [distinct[i] for i in at.to_pylist()]
+        else:  # as columns, without a Python object per record
+            columns = [pa.array(list(c), t).take(at) for c, t in zip(zip(*distinct), _FACT_TYPES)]
+    if columns is None:
         inputs_col, meta_col = plain.column("input"), plain.column("meta")
-        for i in rest:
+        for i in (i for i in range(n) if facts[i] is None):
             facts[i] = _label_facts(kind, dims, json.loads(inputs_col[i].as_py()), _loads(outputs[i]),
                                     json.loads(meta_col[i].as_py()))
-    labels, cells, classes, langs = zip(*facts) if n else ((), (), (), ())
+        columns = [pa.array(list(c), t) for c, t in zip(zip(*facts) if n else ((), (), (), ()), _FACT_TYPES)]
+    labels, cells, classes, langs = columns
     none = pa.nulls(n, pa.string())
     return pa.table({
         "key": plain.column("key"), "record_id": plain.column("record_id"),
         "row_kind": pa.array(["sft"] * n, pa.string()), "spec": pa.array([spec_ref] * n, pa.string()),
         "source": pa.array(["teacher"] * n, pa.string()), "rule": none,
-        "query": pa.array(queries, pa.string()), "lang": pa.array(list(langs), pa.string()),
-        "labels": pa.array(list(labels), pa.string()), "cell": pa.array(list(cells), pa.string()),
-        "class_labels": pa.array(list(classes), pa.list_(pa.string())),
+        "query": pa.array(queries, pa.string()), "lang": langs, "labels": labels, "cell": cells,
+        "class_labels": classes,
         "prompt": pa.nulls(n, pa.list_(MESSAGE)),
         "completion": pa.array(outputs, pa.string()), "rejected": none,
         "rejected_codes": pa.array([[]] * n, pa.list_(pa.string())), "turns": pa.nulls(n, pa.list_(MESSAGE)),

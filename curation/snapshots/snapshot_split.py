@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mashbill.curation.selection.balance import Balance, apply_quotas, oversample
-from mashbill.curation.selection.groups import cluster_links, near_duplicate_pairs, normalized
+from mashbill.curation.selection.groups import cluster_links, near_duplicate_pairs, normalized_where_shared
 from mashbill.curation.selection.split import SplitResult, assign_splits
 from mashbill.curation.snapshots.snapshot_examples import Built
 from mashbill.curation.snapshots.snapshot_format import SnapshotError
@@ -32,10 +32,10 @@ class Split:
     leak: dict
 
 
-def leakage(keys: list[str], sides: list[str], roots: list[str], queries: list, norms: list[str]) -> dict:
+def leakage(keys: list[str], sides: list[str], roots: list[str], queries: list) -> dict:
     """`validators.data.leakage.across_splits` over the split's rows as columns (Arrow group-bys): groups that straddle
     splits, and queries identical after normalisation found on more than one side (a key's last row's query, as
-    the check's key -> text dicts hold)."""
+    the check's key -> text dicts hold; only queries that share their letters and digits are normalised)."""
     import pyarrow as pa
 
     def straddling(by: list, side: list) -> int:
@@ -46,10 +46,11 @@ def leakage(keys: list[str], sides: list[str], roots: list[str], queries: list, 
     last = list({k: i for i, k in enumerate(keys)}.values())
     asked = [i for i in last if queries[i]]
     return {"groups_across_splits": straddling(roots, sides),
-            "identical_queries_across_splits": straddling([norms[i] for i in asked], [sides[i] for i in asked])}
+            "identical_queries_across_splits": straddling(normalized_where_shared([queries[i] for i in asked]),
+                                                          [sides[i] for i in asked])}
 
 
-def near_links(built: Built, rows: list[int] | None, ekeys: list[str], queries: list, norms: list[str],
+def near_links(built: Built, rows: list[int] | None, ekeys: list[str], queries: list,
                threshold: float) -> list[tuple[str, str]]:
     """Links that join each near-duplicate cluster of the rows (None: every row of the examples table, in order):
     validation's clusters of the rows' records where it kept one for each (`Built.near_groups`), else the clusters of
@@ -64,7 +65,7 @@ def near_links(built: Built, rows: list[int] | None, ekeys: list[str], queries: 
             # clusters as integers (a Python string per row was ~50 MB at 439,521 rows)
             clusters = groups.column("near_group").take(at).combine_chunks().dictionary_encode().indices
             return cluster_links(ekeys, clusters.to_pylist())
-    return near_duplicate_pairs(ekeys, queries, threshold, norms)
+    return near_duplicate_pairs(ekeys, queries, threshold)
 
 
 def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
@@ -119,8 +120,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
     queries = t.column("query").to_pylist()
     if ekeys is not keys:
         queries = [queries[i] for i in rows]
-    norms = normalized(queries)  # once, for the near-duplicate groups and the cross-split check
-    links += near_links(built, None if ekeys is keys else rows, ekeys, queries, norms, cur.near_duplicate_threshold)
+    links += near_links(built, None if ekeys is keys else rows, ekeys, queries, cur.near_duplicate_threshold)
     ratios = {"train": cur.splits.train, "eval": cur.splits.eval, "test": cur.splits.test}
     res = assign_splits(ekeys, [cells[i] for i in rows], links, ratios)
     train_by_cell: dict[str, list[str]] = defaultdict(list)
@@ -128,7 +128,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
         if res.assignment[keys[i]] == "train":
             train_by_cell[cells[i]].append(keys[i])
     copies = oversample(balance, train_by_cell, cur.quotas, rs.ref)
-    leak = leakage(ekeys, res.sides, res.roots, queries, norms)
+    leak = leakage(ekeys, res.sides, res.roots, queries)
     if leak["groups_across_splits"] or leak["identical_queries_across_splits"]:
         raise SnapshotError(f"{rs.ref}: the split leaks across train/eval/test ({leak}); this is a bug")
     return Split(rows, cut, keys, cells, balance, res, copies, leak)

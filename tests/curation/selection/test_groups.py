@@ -45,3 +45,34 @@ def test_clusters_match_the_union_find_walk():
     pair = near_duplicate_clusters(["Write a Tetris game in Python with pygame.",
                                     "Please write a Tetris game in Python with pygame.", "Hello"])
     assert pair[0] == pair[1] != pair[2]
+
+
+def test_only_texts_that_share_their_letters_are_normalised_and_equal_ones_stay_equal():
+    """`normalized_where_shared` is a shortcut for the cross-split check: two texts must come out equal exactly when
+    their normalisations are equal, over classes of what normalisation folds (case, punctuation and spacing,
+    operators kept or dropped, underscores, NFKC forms, non-Latin scripts, NUL)."""
+    import random
+
+    from mashbill.curation.selection.groups import normalized_where_shared
+    from mashbill.validators.data.dedup import normalize
+
+    words = ["what", "What", "WHAT", "is", "7", "3", "km", "h", "e", "mail", "Ärger", "ärger", "uber", "über",
+             "straße", "STRASSE", "ﬁle", "file", "ＡＢＣ", "abc", "東京", "x2", "½", "sqrt(2)", "①"]
+    glue = [" ", "  ", "-", " - ", "+", " * ", "/", "_", "__", "?", ", ", "\t", "\0", "·", "×", ".", ""]
+    rng = random.Random(29)
+    for trial in range(60):
+        texts = []
+        for _ in range(rng.randint(2, 40)):
+            parts = [rng.choice(words)]
+            for _ in range(rng.randint(0, 4)):
+                parts += [rng.choice(glue), rng.choice(words)]
+            texts.append("".join(parts) + rng.choice(["", "?", " ", "!"]))
+        texts += [rng.choice(texts).upper(), rng.choice(texts).replace(" ", "  "), "", None]
+        norms = [normalize(t or "") for t in texts]
+        out = normalized_where_shared(texts)
+        for i in range(len(texts)):
+            shares = sum(n == norms[i] for n in norms) > 1
+            # a text no other equals once normalised: its normalisation, or a stand-in no normalisation equals
+            assert out[i] == norms[i] or (not shares and out[i] not in norms), (trial, texts[i])
+            for j in range(i):
+                assert (out[i] == out[j]) == (norms[i] == norms[j]), (trial, texts[i], texts[j])

@@ -24,9 +24,8 @@ def test_leakage_counts_what_across_splits_counts():
             group_of.setdefault(k, g)
         roots = [group_of[k] for k in keys]  # rows of one key share its group and side, as in a split
         sides = [side_of[k] for k in keys]
-        norms = normalized(queries)
-        want = across_splits(side_of, dict(zip(keys, queries)), group_of, dict(zip(keys, norms)))
-        assert leakage(keys, sides, roots, queries, norms) == want, trial
+        want = across_splits(side_of, dict(zip(keys, queries)), group_of, dict(zip(keys, normalized(queries))))
+        assert leakage(keys, sides, roots, queries) == want, trial
 
 
 def test_assign_splits_gives_rows_their_sides_and_groups():
