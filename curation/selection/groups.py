@@ -9,6 +9,8 @@ validation saw, and finds them here where it cannot. Exact duplicates after norm
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Sequence
 
 
@@ -21,20 +23,19 @@ def normalized(texts: Sequence[str]) -> list[str]:
     return [seen[t] if t in seen else seen.setdefault(t, normalize(t)) for t in (t or "" for t in texts)]
 
 
-# every ASCII byte that is not a letter or a digit
+# every ASCII byte that is not a letter or a digit; any character that is not (`\w` is str.isalnum() or "_")
 _ASCII_NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
+_NOT_ALNUM = re.compile(r"[\W_]+")
 
 
 def _letters_and_digits(text: str) -> str:
-    """The letters and digits of `normalize(text)`, in order: texts equal after normalisation have equal ones. An
-    ASCII text's are its own, lower-cased (normalising ASCII lower-cases its letters and only replaces or keeps what
-    lies between them), which skips the normalisation's regular expressions; any other text's are read off its
-    normalisation."""
+    """The letters and digits of `normalize(text)`, in order: texts equal after normalisation have equal ones.
+    Normalising folds a text (NFKC, case) and then only replaces or keeps what lies between its letters and digits,
+    so these are the folded text's, found without the normalisation's regular expressions (for ASCII, whose folding
+    is lower-casing, without decoding it either)."""
     if text.isascii():
         return text.lower().encode().translate(None, _ASCII_NOT_ALNUM).decode()
-    from mashbill.validators.data.dedup import normalize
-
-    return "".join(c for c in normalize(text) if c.isalnum())
+    return _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text).casefold())
 
 
 def normalized_where_shared(texts: Sequence[str]) -> list[str]:
