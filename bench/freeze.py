@@ -15,6 +15,14 @@ its own process, and the two are printed side by side with CPU seconds (steadier
 machine); the bench then checks that both snapshots hold byte-identical files (the manifest may differ only in
 frozen_at, integrity and the store path) and exits 1 when they do not. `--before 479ded1` compares with the
 last row-by-row freeze (issue 29 made it columnar).
+
+    python bench/freeze.py --store DIR --spec SPEC --before REV [--floor] [--repeat 3]
+
+freezes a store you have (a rehearsal's merged store, validated: `bench/scale.py --keep`) as `snapshot freeze`
+does (with token counts), both revisions on copies; rows/s counts the snapshot's examples. `--floor` also times,
+after each pair, what this snapshot format cannot go below: the spec loaded, the usable records' columns (their
+example keys hashed over the stored prompts) and prompts read as the freeze reads them, written as one Parquet
+file; `floor_rows_per_s=` joins the last line.
 """
 
 from __future__ import annotations
@@ -104,28 +112,62 @@ def build(path: Path, n: int) -> None:
 
 
 
-def child(store: Path, out: Path) -> None:
-    """One timed freeze in this process; prints one JSON line."""
+def child(store: Path, out: Path, spec: str) -> None:
+    """One timed freeze in this process; prints one JSON line. The bench's own store is frozen without token
+    counts (its records have none); a store of `--store` as `snapshot freeze` freezes it."""
     from mashbill.curation.snapshots.snapshot import freeze
 
     import mashbill
 
     t0, c0 = time.perf_counter(), time.process_time()
-    res = freeze(find_spec(SPEC), store_path=store, name="bench", version="1", out_dir=out, tokens=False)
+    res = freeze(find_spec(spec), store_path=store, name="bench", version="1", out_dir=out, tokens=spec != SPEC)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     rows = sum(res.manifest["splits"]["counts"].values()) + res.manifest["rejects"]["total"]
     import resource
 
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the child's peak: this one freeze
     print(json.dumps({"wall": wall, "cpu": cpu, "rows": rows, "path": str(res.path), "code": mashbill.__file__,
-                      "records": res.manifest["selection"]["records"], "rss_mb": rss_mb}))
+                      "records": res.manifest["selection"]["records"], "rss_mb": rss_mb,
+                      "examples": res.manifest["selection"]["examples"]}))
 
 
-def timed(store: Path, out: Path, pythonpath: Path | None = None) -> dict:
+def floor_child(store: Path, out: Path, spec: str) -> None:
+    """What this snapshot format cannot go below: the spec loaded, the plain records' columns (their example keys
+    hashed over the stored prompts and outputs) and prompts read from the store as a freeze reads them, and written
+    as one Parquet file; no selection of the others, labels, balance, split or manifest. Prints one JSON line."""
+    import resource
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mashbill.curation.selection.labels import dims_for
+    from mashbill.curation.snapshots.snapshot_columns import paths_for
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    rs = load_spec(find_spec(spec))
+    parts = {"spec": time.perf_counter() - t0}
+    dims = dims_for(rs.spec.kind, rs.spec.curation.quotas.dims)
+    with Store.open(store, read_only=True) as st:
+        t = time.perf_counter()
+        plain, _ = st.plain_usable(rs.hash, paths_for(rs.spec.kind, dims), "sft")
+        parts["columns"] = time.perf_counter() - t
+        t = time.perf_counter()
+        prompts = st.prompts_of(plain.column("record_id"))
+        parts["prompts"] = time.perf_counter() - t
+    t = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"key": plain.column("key"), "prompt": prompts, "completion": plain.column("output")}),
+                   out / "floor.parquet", compression="zstd")
+    parts["write"] = time.perf_counter() - t
+    print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "rows": plain.num_rows,
+                      "parts": parts, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def timed(store: Path, out: Path, pythonpath: Path | None = None, spec: str = SPEC, mode: str = "--child") -> dict:
     env = dict(os.environ)
     if pythonpath is not None:  # ahead of the editable install's finder, so REV's code is what runs
         env["PYTHONPATH"] = str(pythonpath)
-    proc = subprocess.run([sys.executable, __file__, "--child", str(store), str(out)], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, __file__, mode, str(store), str(out), spec], env=env, capture_output=True,
                           text=True)
     if proc.returncode:
         sys.exit(f"freeze failed ({'before' if pythonpath else 'after'}):\n{proc.stderr[-3000:]}")
@@ -134,15 +176,23 @@ def timed(store: Path, out: Path, pythonpath: Path | None = None) -> dict:
 
 
 
-def compare(store: Path, rev: str, repeat: int, n: int) -> int:
+def floor_line(store: Path, spec: str, tmp: Path, k: int, n: int) -> dict:
+    f = timed(store, tmp / f"floor-{k}", spec=spec, mode="--floor-child")
+    print(f"         floor {f['wall']:.2f}s wall {f['cpu']:.2f}s cpu {f['rss_mb']:.0f} MB | {f['rows']} rows | "
+          + " ".join(f"{name} {s:.2f}s" for name, s in f["parts"].items()), flush=True)
+    return f
+
+
+def compare(store: Path, rev: str, repeat: int, n: int | None, spec: str = SPEC, floor: bool = False) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mashbill-freeze-before-"))
     try:
         pkg = checkout(rev, tmp / "rev")
         old_store = store_for_revision(store, pkg, tmp / "store")  # the revision may predate a store migration
-        before, after, diffs = [], [], []
+        before, after, floors, diffs = [], [], [], []
         for k in range(repeat):
-            b = timed(old_store, tmp / f"before-{k}", pkg)
-            a = timed(store, tmp / f"after-{k}")
+            b = timed(old_store, tmp / f"before-{k}", pkg, spec)
+            a = timed(store, tmp / f"after-{k}", spec=spec)
+            n = n or a["examples"]
             assert b["code"].startswith(str(pkg)) and not a["code"].startswith(str(tmp)), (b["code"], a["code"])
             diffs = same_snapshot(Path(b["path"]), Path(a["path"]))
             before.append(b)
@@ -150,6 +200,8 @@ def compare(store: Path, rev: str, repeat: int, n: int) -> int:
             print(f"run {k + 1}: before {b['wall']:.2f}s wall {b['cpu']:.2f}s cpu {b['rss_mb']:.0f} MB | after "
                   f"{a['wall']:.2f}s wall {a['cpu']:.2f}s cpu {a['rss_mb']:.0f} MB | {a['rows']} rows | "
                   f"identical: {not diffs} | load1 {os.getloadavg()[0]:.2f}", flush=True)
+            if floor:
+                floors.append(floor_line(store, spec, tmp, k, n))
         bw, bc = min(r["wall"] for r in before), min(r["cpu"] for r in before)
         aw, ac = min(r["wall"] for r in after), min(r["cpu"] for r in after)
         print(f"{'':12}{'before ' + rev[:12]:>22}{'after':>14}{'ratio':>8}")
@@ -164,21 +216,30 @@ def compare(store: Path, rev: str, repeat: int, n: int) -> int:
         print(f"records={n} before_s={bw:.2f} after_s={aw:.2f} before_cpu_s={bc:.2f} after_cpu_s={ac:.2f} "
               f"before_rows_per_s={n / bw:.0f} freeze_rows_per_s={n / aw:.0f} freeze_cpu_rows_per_s={n / ac:.0f} "
               f"speedup_cpu={bc / ac:.2f} before_peak_rss_mb={br:.0f} peak_rss_mb={ar:.0f} "
-              f"identical={int(not diffs)} goal_rows_per_s=200000 load1={os.getloadavg()[0]:.2f}")
+              f"identical={int(not diffs)} goal_rows_per_s=200000 "
+              + (f"floor_rows_per_s={n / min(f['wall'] for f in floors):.0f} " if floors else "")
+              + f"load1={os.getloadavg()[0]:.2f}")
         return 1 if diffs else 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> int:
-    if len(sys.argv) == 4 and sys.argv[1] == "--child":
-        child(Path(sys.argv[2]), Path(sys.argv[3]))
+    if len(sys.argv) == 5 and sys.argv[1] in ("--child", "--floor-child"):
+        (child if sys.argv[1] == "--child" else floor_child)(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])
         return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=260_000)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--before", metavar="REV", help="also freeze with this git revision's code and compare")
+    ap.add_argument("--store", type=Path, help="freeze this store (validated) instead of the bench's own")
+    ap.add_argument("--spec", help="with --store: the spec to freeze (a path or name@version)")
+    ap.add_argument("--floor", action="store_true", help="with --before: also time what the format cannot go below")
     args = ap.parse_args()
+    if bool(args.store) != bool(args.spec) or ((args.floor or args.store) and not args.before):
+        ap.error("--store and --spec go together, and they and --floor need --before")
+    if args.store:
+        return compare(args.store, args.before, args.repeat, None, args.spec, args.floor)
     cache = Path(os.environ.get("MASHBILL_BENCH_DIR", Path.home() / ".cache" / "mashbill" / "bench"))
     store = cache / f"freeze-v2-{args.records}"
     if not (store / "mashbill.duckdb").is_file():
@@ -186,7 +247,7 @@ def main() -> int:
         build(store, args.records)
         print(f"built {store} with {args.records} records in {time.perf_counter() - t0:.1f}s", flush=True)
     if args.before:
-        return compare(store, args.before, args.repeat, args.records)
+        return compare(store, args.before, args.repeat, args.records, floor=args.floor)
     runs = []
     for k in range(args.repeat):  # each freeze in its own process, so its peak RSS is its own
         out = Path(tempfile.mkdtemp(prefix="mashbill-freeze-bench-"))
