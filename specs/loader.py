@@ -246,8 +246,8 @@ def _seed_spec(spec_path: Path, ref: str, lines, i: int) -> "ResolvedSpec":
     return src
 
 
-def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: dict, seed_specs: list
-                 ) -> tuple[dict, ...]:
+def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: dict, seed_specs: list,
+                 rows_wanted: bool = True) -> tuple[dict, ...]:
     out: list[dict] = []
     for i, src in enumerate(spec.seeds):
         if src.from_spec is not None:
@@ -262,6 +262,8 @@ def _seed_inputs(spec: Spec, spec_path: Path, lines, files: dict, file_paths: di
             p = _resolve_seed(spec_path, src.path, lines, i)
             files[f"seeds.{i}"] = _content_hash(p)
             file_paths[f"seeds.{i}"] = p
+            if not rows_wanted:  # hashed (the spec's hash), not read
+                continue
             rows, where = read_seed_rows(p, src.format, src.split, src.header, row_lines), str(p)
         if not rows:
             # A spec with no inputs is a mistake (an empty or truncated export), not a run of zero records.
@@ -316,7 +318,10 @@ def _rule_includes(rules: Path, files: dict, file_paths: dict) -> None:
         file_paths["rules.recall_cues"] = p
 
 
-def load_spec(path: str | Path) -> ResolvedSpec:
+def load_spec(path: str | Path, *, seed_rows: bool = True) -> ResolvedSpec:
+    """A spec with every reference loaded and its content hash. Without `seed_rows`, seed files are hashed but not
+    read (`seeds` is empty, and templates are not checked against their columns): for commands that only look
+    records of the spec up by its hash, such as a freeze, where 150,000 seed rows were a second of a freeze's 8."""
     path = Path(path).resolve()
     spec, lines = load_model(path, Spec)
     if "@" in path.stem and path.stem != spec.ref:
@@ -348,7 +353,7 @@ def load_spec(path: str | Path) -> ResolvedSpec:
     for i, h in enumerate(spec.holdout):
         ref(f"holdout.{i}", h, ("holdout", i))
     seed_specs: list = []
-    seeds = _seed_inputs(spec, path, lines, files, file_paths, seed_specs)
+    seeds = _seed_inputs(spec, path, lines, files, file_paths, seed_specs, seed_rows)
     bank: tuple = ()
     if spec.examples is not None:
         bank = load_bank(ref("examples.bank", spec.examples.bank, ("examples", "bank")))
@@ -382,7 +387,7 @@ def load_spec(path: str | Path) -> ResolvedSpec:
         known.discard("taxonomy")
     if catalog is None:
         known.discard("tool_catalog")
-    for side in ("teacher", "training"):
+    for side in ("teacher", "training") if seed_rows else ():  # (a template may name any seed column)
         for part in ("system", "user"):
             text = getattr(getattr(spec.prompt, side), part)
             for name in PLACEHOLDER_RE.findall(text):

@@ -51,7 +51,9 @@ def default_root(store_path: Path) -> Path:
 def resolve_spec(spec: str | Path | ResolvedSpec) -> ResolvedSpec:
     if isinstance(spec, ResolvedSpec):
         return spec
-    return load_spec(find_spec(str(spec)))
+    # a freeze looks the spec's records up by its hash and never reads its seed rows (a changed seed file changes
+    # the hash, so it finds no records)
+    return load_spec(find_spec(str(spec)), seed_rows=False)
 
 
 def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str, version: str | None,

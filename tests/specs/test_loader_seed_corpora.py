@@ -117,3 +117,23 @@ def test_a_csv_row_with_a_byte_that_is_not_utf8_is_named(tmp_path):
     (tmp_path / "bad.csv").write_bytes(b"query\nfine\ncaf\xe9\n")
     with pytest.raises(SpecError, match=r"bad.csv:3: row is not UTF-8"):
         load_spec(_spec(tmp_path, [{"path": "bad.csv"}]))
+
+
+def test_a_spec_loaded_without_its_seed_rows_has_the_same_hash_and_reads_no_row(tmp_path):
+    """`load_spec(seed_rows=False)` (the freeze's) hashes the seed files it does not read: the same hash and files, no
+    rows from them; a changed seed file still changes the hash; a file it would refuse is not read at all."""
+    from mashbill.specs import find_spec
+
+    (tmp_path / "a.jsonl").write_text('{"q": "Wie spät ist es in Tokio?"}\n{"q": "What is 2+2?"}\n', encoding="utf-8")
+    path = _spec(tmp_path, [{"path": "a.jsonl", "columns": {"query": "q"}}, {"inline": [{"query": "Hi there"}]}])
+    for p, kept in ((path, ({"query": "Hi there"},)), (find_spec("quickstart-plan"), ())):  # inline rows are the spec's
+        full, lean = load_spec(p), load_spec(p, seed_rows=False)
+        assert lean.hash == full.hash and lean.files == full.files and lean.file_paths == full.file_paths
+        assert len(full.seeds) > len(kept) and lean.seeds == kept
+    before = load_spec(path, seed_rows=False).hash
+    (tmp_path / "a.jsonl").write_text('{"q": "What is 3+3?"}\n', encoding="utf-8")
+    assert load_spec(path, seed_rows=False).hash != before
+    (tmp_path / "a.jsonl").write_bytes(b'{"q": "caf\xe9"}\n')  # not UTF-8: load_spec names the row, this never reads it
+    with pytest.raises(SpecError):
+        load_spec(path)
+    assert load_spec(path, seed_rows=False).hash
