@@ -144,7 +144,7 @@ def floor_child(store: Path, out: Path, spec: str) -> None:
     from mashbill.curation.snapshots.snapshot_columns import paths_for
 
     t0, c0 = time.perf_counter(), time.process_time()
-    rs = load_spec(find_spec(spec))
+    rs = load_spec(find_spec(spec), seed_rows=False)  # as the freeze loads it
     parts = {"spec": time.perf_counter() - t0}
     dims = dims_for(rs.spec.kind, rs.spec.curation.quotas.dims)
     with Store.open(store, read_only=True) as st:
