@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -14,6 +15,26 @@ Severity = Literal["reject", "penalty", "flag"]
 
 def record_id(spec_hash: str, inputs: dict) -> str:
     return sha256_text(f"{spec_hash}\n{canonical_json(inputs)}")
+
+
+def sft_key(messages, completion: str, shared: dict[tuple[str, str], str] | None = None) -> str:
+    """The key a snapshot gives a training example of a prompt and its completion (canonical JSON text): the sha256 of
+    the canonical JSON array ["sft", messages, completion]. Kept with each record when it is written (`records.sft_key`)
+    so that a freeze reads it instead of hashing every record's prompt. `shared` holds each system message's canonical
+    JSON, encoded once for all the records that share it (the same long system prompt): the bytes hashed are the
+    same, since a JSON array is its items' encodings joined by commas."""
+    parts = []
+    for m in messages:
+        if shared is not None and m.get("role") == "system" and len(m) == 2 and isinstance(m.get("content"), str):
+            k = (m["role"], m["content"])
+            part = shared.get(k)
+            if part is None:
+                part = shared[k] = canonical_json(m)
+        else:
+            part = canonical_json(m)
+        parts.append(part)
+    text = '["sft",[' + ",".join(parts) + "]," + canonical_json(completion) + "]"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

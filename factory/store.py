@@ -23,10 +23,11 @@ from typing import Iterable, Iterator, Sequence
 import duckdb
 import pyarrow as pa
 
-from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
+from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, sft_key
 from mashbill.factory.store_queries import StoreQueries
 from mashbill import __version__
 from mashbill.errors import StoreError
+from mashbill.hashing import canonical_json
 
 DB_NAME = "mashbill.duckdb"
 EXPORT_TMP_PREFIX = ".records.parquet.tmp-"
@@ -40,6 +41,12 @@ def _now() -> datetime:
 
 def _json(value) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _sft_keys(records: Sequence[Record]) -> list[str]:
+    """Each record's example key (`sft_key`; the batch's shared system prompt encoded once)."""
+    shared: dict[tuple[str, str], str] = {}
+    return [sft_key(r.messages, canonical_json(r.output), shared) for r in records]
 
 
 def _verdict_table(rows: Sequence[tuple[str, Verdict]], run_id: str, now: datetime,
@@ -88,6 +95,7 @@ MEMORY_ENV = "MASHBILL_STORE_MEMORY"  # e.g. "1GB": the most memory DuckDB takes
 _RECORD_COLUMNS = ("SELECT record_id, kind, input, output, raw, spec_name, spec_version, spec_hash, status, {}, meta "
                    "FROM records")
 _RECORD_SELECT = _RECORD_COLUMNS.format("messages")
+_EXPORTED = "* EXCLUDE (sft_key)"  # a record export holds the records as generated, not the freeze's keys
 _RECORD_SELECT_NO_PROMPTS = _RECORD_COLUMNS.format("'[]'")  # the prompts (~2 KB a record) not read
 
 
@@ -348,6 +356,7 @@ class Store(StoreQueries):
             "messages": [_json(list(r.messages)) for r in records],
             "meta": [_json(r.meta) for r in records],
             "created_at": pa.array([now] * len(records), pa.timestamp("us")),
+            "sft_key": _sft_keys(records),
         })
         vrows = [(rid, v) for rid in ids for v in verdicts.get(rid, ())]
         ver_table = _verdict_table(vrows, run_id, now)
@@ -567,7 +576,7 @@ class Store(StoreQueries):
                 "FROM records WHERE spec_hash = ?) WHERE i % ? = 0 ORDER BY record_id",
                 [spec_hash, EXPORT_PART_ROWS]).fetchall()]
             if len(starts) <= 1:
-                self.con.execute(f"COPY (SELECT * FROM records WHERE spec_hash = ? ORDER BY record_id) "
+                self.con.execute(f"COPY (SELECT {_EXPORTED} FROM records WHERE spec_hash = ? ORDER BY record_id) "
                                  f"TO '{tmp.as_posix()}' {to}", [spec_hash])
             else:
                 for k, start in enumerate(starts):
@@ -575,7 +584,7 @@ class Store(StoreQueries):
                     parts.append(part)
                     end = starts[k + 1] if k + 1 < len(starts) else None
                     self.con.execute(
-                        "COPY (SELECT * FROM records WHERE spec_hash = ? AND record_id >= ?"
+                        f"COPY (SELECT {_EXPORTED} FROM records WHERE spec_hash = ? AND record_id >= ?"
                         + (" AND record_id < ?" if end is not None else "")
                         + f" ORDER BY record_id) TO '{part.as_posix()}' {to}",
                         [spec_hash, start] + ([end] if end is not None else []))

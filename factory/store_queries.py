@@ -318,8 +318,9 @@ class StoreQueries:
         output_len (the output's JSON type and array length); and
         per (name, column, JSON path) in `paths` that path's JSON text (NULL when absent; a path with `*` gives the
         list of what it matched). With `key_label`, a `key` column (the sha256 hex of the canonical JSON array
-        [key_label, messages, the output's canonical JSON as a string]) instead of `messages`: the long prompts are
-        hashed where they are, not copied out (issue 29). The prompts stay in the store: `prompts_of` reads them when
+        [key_label, messages, the output's canonical JSON as a string]) instead of `messages`: for "sft" the key kept
+        when the record was written (`records.sft_key`), else the long prompts hashed where they are, not copied out
+        (issue 29). The prompts stay in the store: `prompts_of` reads them when
         a snapshot's split is written. `n_tokens`: the training example's token count that the record's latest
         validation kept, where that validation counted under `tokens_profile` (else NULL)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
@@ -334,7 +335,10 @@ class StoreQueries:
             messages = f"{messages} AS messages"
         else:  # a canonical JSON text holds no control character: as a JSON string only \ and " are escaped
             output = f"replace(replace(coalesce({m.format(col='r.output')}, 'null'), '\\', '\\\\'), '\"', '\\\"')"
-            messages = f"""sha256('["{key_label}",' || {messages} || ',"' || {output} || '"]') AS key"""
+            messages = f"""sha256('["{key_label}",' || {messages} || ',"' || {output} || '"]')"""
+            if key_label == "sft":  # kept when the record was written (migration 13); computed for older records
+                messages = f"CASE WHEN r.sft_key IS NOT NULL THEN r.sft_key ELSE {messages} END"
+            messages += " AS key"
         # the latest mark as one struct: arg_max skips a NULL argument, so a count left out by the latest
         # validation would come from an earlier one
         plain = self.con.sql(

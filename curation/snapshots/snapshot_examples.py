@@ -12,6 +12,7 @@ from mashbill.curation.selection.labels import cell_name, class_list, classifica
 from mashbill.curation.selection.select import Excluded, Selection, select_records
 from mashbill.curation.snapshots.snapshot_columns import from_examples, paths_for, sft_table
 from mashbill.errors import MashbillError
+from mashbill.factory.records import sft_key
 from mashbill.factory.store import Store
 from mashbill.hashing import canonical_json
 from mashbill.specs import ResolvedSpec
@@ -46,24 +47,6 @@ def example_key(*parts: Any) -> str:
     return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()
 
 
-def _sft_key(messages, completion: str, shared: dict[tuple[str, str], str]) -> str:
-    """example_key("sft", messages, completion), with each system message's canonical JSON encoded once per
-    freeze: the system prompt is the same long text in every record. The bytes hashed are the same, since a
-    JSON array is its items' encodings joined by commas."""
-    parts = []
-    for m in messages:
-        if m.get("role") == "system" and len(m) == 2 and isinstance(m.get("content"), str):
-            k = (m["role"], m["content"])
-            part = shared.get(k)
-            if part is None:
-                part = shared[k] = canonical_json(m)
-        else:
-            part = canonical_json(m)
-        parts.append(part)
-    text = '["sft",[' + ",".join(parts) + "]," + canonical_json(completion) + "]"
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def sft_examples(sel: Selection, dims: list[str]) -> list[Example]:
     spec = sel.rs.spec
     out = []
@@ -73,7 +56,7 @@ def sft_examples(sel: Selection, dims: list[str]) -> list[Example]:
         completion = canonical_json(cand.output)
         labels = labels_of(dims, spec.kind, rec.input, cand.output, rec.meta)
         out.append(Example(
-            _sft_key(rec.messages, completion, shared), rec.id, "sft", spec.ref, cand.origin, None,
+            sft_key(rec.messages, completion, shared), rec.id, "sft", spec.ref, cand.origin, None,
             rec.input.get("query", ""), labels.get("lang") or rec.input.get("lang") or rec.meta.get("lang") or "none",
             labels, cell_name(labels, dims), class_list(classification_label(spec.kind, cand.output, rec.meta)),
             list(rec.messages), completion, inputs=rec.input))

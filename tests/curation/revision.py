@@ -47,7 +47,8 @@ UNDO = {9: ("ALTER TABLE validation_runs DROP COLUMN tokens_profile",
              "CREATE INDEX review_decisions_record ON review_decisions (record_id)"),
         11: ("ALTER TABLE validation_runs DROP COLUMN near_groups_profile",
              "ALTER TABLE record_validations DROP COLUMN near_group"),
-        12: ("DROP TABLE record_checks",)}
+        12: ("DROP TABLE record_checks",),
+        13: ("ALTER TABLE records DROP COLUMN sft_key",)}
 
 
 def store_for_revision(store: Path, pkg: Path, dest: Path) -> Path:

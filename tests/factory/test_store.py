@@ -48,11 +48,11 @@ def test_a_validation_keeps_its_near_duplicate_clusters_under_how_it_found_them(
     with Store.open(tmp_path / "s"):
         pass
     con = duckdb.connect(str(tmp_path / "s" / DB_NAME))  # the store as migration 10 left it
-    for statement in UNDO[12] + UNDO[11]:
+    for statement in UNDO[13] + UNDO[12] + UNDO[11]:
         con.execute(statement)
     con.execute("DELETE FROM schema_migrations WHERE version >= 11")
     con.close()
-    with pytest.raises(StoreError, match=r"needs schema migrations \[11, 12\]"):
+    with pytest.raises(StoreError, match=r"needs schema migrations \[11, 12, 13\]"):
         Store.open(tmp_path / "s", read_only=True)
     with Store.open(tmp_path / "s") as store:
         found = store.record_validation(spec_hash="h", source="store", results={"a": [], "b": [], "c": []}, counts={},
@@ -82,7 +82,7 @@ def test_only_the_primary_keys_are_indexed_and_an_older_store_loses_its_other_in
         keys = primary_keys(store.con)
         assert {"records", "runs", "teacher_calls", "validation_runs", "record_attempts"} <= keys
     con = duckdb.connect(str(tmp_path / "s" / DB_NAME))  # the store as migrations 1-9 left it
-    for statement in UNDO[12] + UNDO[11]:  # (later migrations undone too, before the indexes that would hold columns)
+    for statement in UNDO[13] + UNDO[12] + UNDO[11]:  # (later migrations undone too, before the indexes on columns)
         con.execute(statement)
     for name, table, column in (("records_spec", "records", "spec_hash"), ("verdicts_record", "verdicts", "record_id"),
                                 ("teacher_calls_record", "teacher_calls", "record_id"),
@@ -401,3 +401,24 @@ def test_a_retried_failed_record_loses_the_own_checks_kept_of_its_failed_copy(tm
         store.write_batch(run, [_rec(1, "accepted")], {}, [])
         assert store.record_checks(REF.hash, "p", ["id0001", "id0002"]) == {"id0002": "{}"}
         assert store.record_checks_held(REF.hash) == {"p": 1}
+
+
+def test_records_keep_their_example_key_from_migration_13_and_older_ones_have_none(tmp_path):
+    """Migration 13: each record written keeps its example key (`sft_key`, what a freeze keys its training example
+    by); records written before it have none (a freeze computes theirs from the stored prompt)."""
+    from mashbill.curation.snapshots.snapshot_examples import example_key
+    from mashbill.hashing import canonical_json
+
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), [_rec(1)], {}, [])
+    con = duckdb.connect(str(tmp_path / "s" / DB_NAME))  # the store as migration 12 left it
+    for statement in UNDO[13]:
+        con.execute(statement)
+    con.execute("DELETE FROM schema_migrations WHERE version >= 13")
+    con.close()
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), [_rec(2)], {}, [])
+        kept = dict(store.con.execute("SELECT record_id, sft_key FROM records").fetchall())
+    new = _rec(2)
+    assert kept == {_rec(1).id: None, new.id: example_key("sft", list(new.messages), canonical_json(new.output))}
+

@@ -144,6 +144,9 @@ def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
         # r2: a flag leaves a record usable, so it is plain; r3: the judge rejected it; r4: never validated
         plain, others = s.plain_usable(ref.hash, [("lang", "input", "$.lang")])
         keyed, _ = s.plain_usable(ref.hash, key_label="sft")
+        stored = dict(s.con.execute("SELECT record_id, sft_key FROM records").fetchall())
+        s.con.execute("UPDATE records SET sft_key = NULL")  # a store written before migration 13
+        computed, _ = s.plain_usable(ref.hash, key_label="sft")
         # the prompts stay in the store, read in the order asked for (an id may repeat), an unknown id refused
         prompts = s.prompts_of(pa.array(["r5", "r0", "r1", "r5"])).to_pylist()
         with pytest.raises(StoreError, match="1 of 2 records"):
@@ -152,9 +155,12 @@ def test_plain_usable_gives_canonical_json_and_only_the_common_case(tmp_path):
             s.plain_usable(ref.hash, key_label="sft'; DROP TABLE records; --")
     assert plain.column("record_id").to_pylist() == ["r0", "r1", "r2", "r5"] and others == ["r3", "r4"]
     by_id = {r.id: r for r in recs}
-    # the store's key is the example key curation computes over what a snapshot trains (no output: null)
-    assert keyed.column("key").to_pylist() == [example_key("sft", list(r.messages), canonical_json(r.output))
-                                               for r in recs if r.id in ("r0", "r1", "r2", "r5")]
+    # the store's key is the example key curation computes over what a snapshot trains (no output: null): the one
+    # kept when each record was written, and the one the store computes from the prompt for a record without one
+    want = {r.id: example_key("sft", list(r.messages), canonical_json(r.output)) for r in recs}
+    assert stored == want
+    assert keyed.column("key").to_pylist() == computed.column("key").to_pylist() == [
+        want[i] for i in ("r0", "r1", "r2", "r5")]
     assert "messages" not in keyed.column_names and "prompt" not in plain.column_names
     assert prompts == [[{"role": m["role"], "content": m["content"]} for m in by_id[i].messages]
                        for i in ("r5", "r0", "r1", "r5")]

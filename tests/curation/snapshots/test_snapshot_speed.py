@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def test_the_sft_key_shortcut_hashes_what_example_key_hashes():
-    from mashbill.curation.snapshots.snapshot_examples import _sft_key, example_key
+    from mashbill.curation.snapshots.snapshot_examples import example_key
+    from mashbill.factory.records import sft_key as _sft_key
 
     system = {"role": "system", "content": "Plan the request. \u00fcber \"quoted\" \\ \n" * 50}
     shared: dict = {}
