@@ -320,9 +320,9 @@ class StoreQueries:
         list of what it matched). With `key_label`, a `key` column (the sha256 hex of the canonical JSON array
         [key_label, messages, the output's canonical JSON as a string]) instead of `messages`: for "sft" the key kept
         when the record was written (`records.sft_key`), else the long prompts hashed where they are, not copied out
-        (issue 29). The prompts stay in the store: `prompts_of` reads them when
-        a snapshot's split is written. `n_tokens`: the training example's token count that the record's latest
-        validation kept, where that validation counted under `tokens_profile` (else NULL)."""
+        (issue 29). The prompts stay in the store: `prompts_of` reads them when a snapshot's split is written.
+        `n_tokens`: the training example's token count that the record's latest validation kept, where that
+        validation counted under `tokens_profile` (else NULL)."""
         for name, col, path in paths:  # names and paths come from code, never from a spec; refuse anything else
             if not (name.isidentifier() and col in ("input", "output", "meta") and "'" not in path):
                 raise ValueError(f"plain_usable: bad path {(name, col, path)!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from typing import Sequence
 
 
@@ -23,7 +24,7 @@ def normalized(texts: Sequence[str]) -> list[str]:
     return [seen[t] if t in seen else seen.setdefault(t, normalize(t)) for t in (t or "" for t in texts)]
 
 
-# every ASCII byte that is not a letter or a digit; any character that is not (`\w` is str.isalnum() or "_")
+# the ASCII bytes that are not letters or digits; a run of characters that are not (`\w` is str.isalnum() or "_")
 _ASCII_NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
@@ -43,8 +44,6 @@ def normalized_where_shared(texts: Sequence[str]) -> list[str]:
     stand-in that no normalised text equals ("\\0" and its position: normalisation turns a NUL into a space), since it
     cannot equal another after normalisation. For a check of which texts are identical once normalised, without the
     normalisation's cost for the many that are unique (issue 29: 4 of the 1M freeze's 27 s)."""
-    from collections import Counter
-
     letters = [_letters_and_digits(t or "") for t in texts]
     shared = {k for k, n in Counter(letters).items() if n > 1}
     out = [f"\0{i}" for i in range(len(letters))]
