@@ -30,3 +30,43 @@ def test_without_glibc_neither_call_does_anything(monkeypatch):
     monkeypatch.setattr(platform, "libc_ver", lambda *a, **k: ("musl", "1.2"))
     assert memory.trim_freed_memory() is False
     assert memory.return_freed_memory() is False
+
+
+def test_a_bulk_phase_collects_cycles_less_often_and_restores_the_collector():
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    before = gc.get_threshold()
+    seen = []
+
+    @memory.fewer_collections(threshold=50_000)
+    def phase():
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        # a reference cycle made in the phase is still collected once the youngest generation fills
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        filler = [[] for _ in range(60_000)]  # net allocations past the threshold
+        assert gone() is None
+        del filler
+        # 20,000 allocations do not reach it (at Python's 700 they would)
+        c, d = Node(), Node()
+        c.other, d.other = d, c
+        kept = weakref.ref(c)
+        del c, d
+        filler = [[] for _ in range(20_000)]
+        assert kept() is not None
+        del filler
+
+    phase()
+    assert seen[0][0] == (50_000, *before[1:]) and seen[0][1] > 0  # what was alive on entry is frozen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+    with pytest.raises(RuntimeError):
+        with memory.fewer_collections():
+            raise RuntimeError("restored on the way out too")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

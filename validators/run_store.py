@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mashbill.factory.records import Verdict, verdict_dicts
+from mashbill.memory import fewer_collections
 from mashbill.validators.data.inputs import Row, guess_lang
 from mashbill.validators.errors import ValidationInputError
 from mashbill.validators.plans.ruleset import load_rules
@@ -328,6 +329,7 @@ def _with_kept(store, spec_hash: str, profile: str, batches, kept: Counter):
         kept["kept"] += len(found)
 
 
+@fewer_collections()
 def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False, write: bool = True,
                           run_id: str | None = None, batch_size: int = BATCH, jobs: int = 1, per_record: bool = False,
                           recheck: bool = False) -> Report:
