@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,8 +32,7 @@ def sft_key(messages, completion: str, shared: dict[tuple[str, str], str] | None
         else:
             part = canonical_json(m)
         parts.append(part)
-    text = '["sft",[' + ",".join(parts) + "]," + canonical_json(completion) + "]"
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_text('["sft",[' + ",".join(parts) + "]," + canonical_json(completion) + "]")
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,9 @@ store hands them over as columns (`Store.plain_usable`: canonical JSON texts and
 decoded whole, and their prompts stay in the store until the split they land in is written (`Store.prompts_of`).
 Their example key is the one the store kept when each record was written (`factory.records.sft_key`; for a record
 written before that, hashed by the store without copying its prompt out), and their labels and cell are computed
-once per distinct combination of the values the labels read (the input's lang/type/complexity, the meta's lang and taxonomy renames, and for plans the output's task
-categories and length, for complexity labels the output's `complexity`), by the same `curation.selection.labels`
-functions. Any other record (reviewed, corrected, odd output) and every preference row goes through the `Example`
+once per distinct combination of the values the labels read (the input's lang/type/complexity, the meta's lang and
+taxonomy renames, and for plans the output's task categories and length, for complexity labels the output's
+`complexity`), by the same `curation.selection.labels` functions. Any other record (reviewed, corrected, odd output) and every preference row goes through the `Example`
 objects of `snapshot_examples` and joins the same table, in record id order (the order the near-duplicate grouping
 reads).
 """
