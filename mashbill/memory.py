@@ -65,12 +65,16 @@ def fewer_collections(threshold: int = BULK_GC_THRESHOLD):
     took 63 of 265 s validating 439,521 complexity records (bench/RESULTS.md, issue 29). The objects alive on entry
     (modules, spec, tokenizer) are frozen, so no pass scans them, and the youngest generation is collected every
     `threshold` allocations. Cycles are still collected (switching the collector off left ~7 unreachable objects a
-    record). Usable as a decorator; the settings before are restored on exit."""
+    record). Usable as a decorator; the settings before are restored on exit. Objects frozen before entry (by an
+    outer phase or the application) stay frozen: `gc.unfreeze` cannot tell them apart, so a phase entered with
+    some frozen leaves what it froze frozen too."""
     before = gc.get_threshold()
+    outer = gc.get_freeze_count()
     gc.freeze()
     gc.set_threshold(threshold, before[1], before[2])
     try:
         yield
     finally:
         gc.set_threshold(*before)
-        gc.unfreeze()
+        if not outer:
+            gc.unfreeze()

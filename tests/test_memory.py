@@ -70,3 +70,16 @@ def test_a_bulk_phase_collects_cycles_less_often_and_restores_the_collector():
         with memory.fewer_collections():
             raise RuntimeError("restored on the way out too")
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_a_nested_bulk_phase_leaves_the_outer_phase_frozen():
+    import gc
+
+    before = gc.get_threshold()
+    with memory.fewer_collections(threshold=50_000):
+        frozen = gc.get_freeze_count()
+        with memory.fewer_collections(threshold=80_000):
+            assert gc.get_threshold()[0] == 80_000
+        # the inner phase's exit kept what the outer one froze (an unfreeze there would have thawed it all)
+        assert gc.get_threshold()[0] == 50_000 and gc.get_freeze_count() >= frozen > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
