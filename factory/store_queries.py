@@ -176,9 +176,9 @@ class StoreQueries:
     def verdict_rows(self, spec_hash: str, record_ids: Sequence[str] | None = None
                      ) -> list[tuple[str, str, str, str, str | None]]:
         """(record id, stage, code, severity, detail) of every verdict on a spec hash's records (of `record_ids`
-        only, when given)."""
+        only, when given), by record, stage, code and detail."""
         sql = ("SELECT v.record_id, v.stage, v.code, v.severity, v.detail FROM verdicts v JOIN records r "
-               "USING (record_id) WHERE r.spec_hash = ? {} ORDER BY v.record_id, v.stage, v.code")
+               "USING (record_id) WHERE r.spec_hash = ? {} ORDER BY v.record_id, v.stage, v.code, v.detail")
         if record_ids is None:
             return self.con.execute(sql.format(""), [spec_hash]).fetchall()
         with self._ids("_q_verdicts", record_ids):
@@ -365,6 +365,51 @@ class StoreQueries:
         finally:
             self.con.unregister("_q_plain")
         return plain, others
+
+    def plain_left_out(self, spec_hash: str, ids: Sequence[str]) -> tuple[list[tuple], list[str]]:
+        """Of `ids` (records of a spec hash), those that `factory.usable.record_states` leaves out without the
+        rules' walk (no review row, so no correction can take them back: not accepted at generation, or accepted
+        and failed by their latest validation), decided here from columns without reading the records whole; and
+        the ids of the rest (for `record_states(ids=...)`). A million-record store has tens of thousands of these.
+
+        Each row: (record_id, stage, codes, detail, query, output) as `usable.usability` and the selection give them
+        (stage "generate": the reject codes of other stages than validate, else GEN000, "status <status>";
+        "validate": its reject codes, else VALIDATE, the reject details joined by "; ", cut to 300 characters);
+        `query` the input's query when it is a string, `output` the output's canonical JSON, else the raw text.
+        In record id order, verdicts in `verdict_rows` order."""
+        from mashbill.factory.usable import NOT_ACCEPTED
+
+        if not ids:
+            return [], []
+        m = self._MINIFY
+        with self._ids("_q_left", ids):
+            rows = self.con.execute(
+                "WITH w AS (SELECT r.record_id, r.status, r.input, r.output, r.raw FROM records r "
+                "JOIN _q_left USING (record_id) WHERE r.spec_hash = ? "
+                "AND NOT EXISTS (SELECT 1 FROM review_decisions d WHERE d.record_id = r.record_id)), "
+                "l AS (SELECT record_id, arg_max(passed, validated_at) AS passed FROM record_validations "
+                "WHERE record_id IN (SELECT record_id FROM w) GROUP BY record_id), "
+                "v AS (SELECT record_id, list(stage ORDER BY stage, code, detail) AS stages, "
+                "list(code ORDER BY stage, code, detail) AS codes, "
+                "list(severity ORDER BY stage, code, detail) AS severities, "
+                "list(coalesce(detail, '') ORDER BY stage, code, detail) AS details "
+                "FROM verdicts WHERE record_id IN (SELECT record_id FROM w) GROUP BY record_id) "
+                "SELECT w.record_id, w.status, l.passed, v.stages, v.codes, v.severities, v.details, "
+                "CASE WHEN json_type(w.input, '$.query') = 'VARCHAR' THEN json_extract_string(w.input, '$.query') END, "
+                f"CASE WHEN w.output IS NULL OR w.output = 'null' THEN w.raw ELSE {m.format(col='w.output')} END "
+                "FROM w LEFT JOIN l USING (record_id) LEFT JOIN v USING (record_id) "
+                "WHERE w.status <> 'accepted' OR l.passed = false ORDER BY w.record_id", [spec_hash]).fetchall()
+        out = []
+        for rid, status, passed, stages, codes, severities, details, query, output in rows:
+            rejects = [i for i, sev in enumerate(severities or ()) if sev == "reject"]
+            if status != "accepted":
+                found = tuple(codes[i] for i in rejects if stages[i] != "validate") or (NOT_ACCEPTED,)
+                out.append((rid, "generate", found, f"status {status}", query, output))
+            else:
+                found = tuple(codes[i] for i in rejects if stages[i] == "validate") or ("VALIDATE",)
+                out.append((rid, "validate", found, "; ".join(details[i] for i in rejects)[:300], query, output))
+        decided = {r[0] for r in out}
+        return out, [i for i in ids if i not in decided]
 
     _PROMPT = """from_json(r.messages, '[{"role":"VARCHAR","content":"VARCHAR"}]')"""
 

@@ -97,9 +97,12 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
         return _rules_recheck(checker[0], rec)
 
     plain = None
+    left_out: list[tuple] = []  # (record_id, stage, codes, detail, query, output), decided from columns
     if columnar and not require_review:
         plain, others = store.plain_usable(rs.hash, paths, key_label, tokens_profile)
-        # most of the others are left out (rejects): only those taken are read again with their prompts
+        # most of the others are left out (rejects) without a review that could take them back: decided in columns;
+        # of the rest, only those taken are read again with their prompts
+        left_out, others = store.plain_left_out(rs.hash, others)
         states = store.usable(rs.hash, validator=validator, recheck_for=recheck_for, ids=others, messages=False)
         taken = [st.record.id for st in states if st.usability.usable or st.usability.corrected]
         prompted = {rec.id: rec for rec in store.records(rs.hash, ids=taken)} if taken else {}
@@ -107,7 +110,7 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
     else:
         states = store.usable(rs.hash, require_review=require_review, validator=validator, recheck_for=recheck_for)
     n_plain = plain.num_rows if plain is not None else 0
-    if not states and not n_plain:
+    if not states and not n_plain and not left_out:
         others = sorted({h for h, _, _ in store.spec_status_counts(spec.name, spec.version)})
         hint = (f"; the store has records of {spec.ref} under another spec hash ({', '.join(h[:12] for h in others)}),"
                 " so the spec changed since they were generated") if others else "; run `mashbill generate` first"
@@ -120,7 +123,8 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
             "first. Nothing was written.")
     counts: Counter = Counter(store.verdict_counts(rs.hash))  # the plain records' flags and penalties too
     candidates: list[Candidate] = []
-    excluded: list[Excluded] = []
+    excluded = [Excluded(rid, spec.ref, stage, codes, detail, query, output)
+                for rid, stage, codes, detail, query, output in left_out]
     corrections: list[tuple[Record, Any]] = []
     stats = Counter()
     for st in states:
@@ -142,16 +146,19 @@ def select_records(store: Store, rs: ResolvedSpec, *, require_review: bool | Non
             if u.stage == "validate" and d.state == "accepted":
                 stats["accepted_but_invalid"] += 1
             excluded.append(Excluded(rec.id, spec.ref, u.stage, u.codes, u.detail, _q(rec), _text(rec.output, rec.raw)))
+    if left_out:
+        excluded.sort(key=lambda x: x.record_id)  # record id order, as when every one was decided below
     for code, n in ((REVIEW_REJECTED, stats["rejected"]), (REVIEW_DISAGREE, stats["disagreement"]),
                     (REVIEW_BAD_CORRECTION, stats["invalid_corrections"])):
         if n:
             counts[code] += n
-    review = {"require_review": require_review, "records": len(states) + n_plain,
+    seen = len(states) + n_plain + len(left_out)
+    review = {"require_review": require_review, "records": seen,
               "reviewed": stats["reviewed"], "accepted": stats["accepted"], "corrected": stats["corrected"],
               "rejected": stats["rejected"], "disagreements": stats["disagreement"],
               "invalid_corrections": stats["invalid_corrections"],
               "accepted_but_failed_validation": stats["accepted_but_invalid"],
-              "unreviewed": len(states) + n_plain - stats["reviewed"]}
+              "unreviewed": seen - stats["reviewed"]}
     runs = store.record_runs([c.record.id for c in candidates])
     run_ids = set(runs.values())
     marks = {st.record.id: st.mark for st in states if st.mark is not None}
