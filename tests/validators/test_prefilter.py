@@ -67,8 +67,14 @@ def test_trigger_patterns_answer_what_they_answer_without_the_prefilter(version)
 @pytest.mark.parametrize("version", [1, 3])
 def test_complexity_cues_answer_what_they_answer_without_the_prefilter(version):
     cues = cues_for(load_complexity_rules(RULES / f"moe-complexity@{version}.yaml"))
-    skipped, _ = _check([p for p in cues.patterns.values() if p is not None], _texts())
+    texts = _texts()
+    skipped, _ = _check([rx for alts in cues.alternatives.values() for rx in alts or ()], texts)
     assert skipped > 0
+    for text in texts:  # a group's first match, alternative by alternative, is its alternation's first match
+        for t in (text, text.lower()):
+            for group, joined in cues.patterns.items():
+                want = joined.search(t) if joined is not None else None
+                assert cues.find(group, t) == (want.group(0) if want else None), (group, t)
 
 
 @pytest.mark.parametrize("pattern, text", [

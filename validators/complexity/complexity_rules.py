@@ -94,18 +94,43 @@ def compile_cues(patterns) -> re.Pattern | None:
 
 
 class CompiledCues:
-    """One alternation per cue group (``compile_cues``)."""
+    """One alternation per cue group (``compile_cues``): what a group finds is its first match.
+
+    It is found alternative by alternative, each behind the prefilter (validators/prefilter.py), which names the few
+    that may match a text, so most never run: at the leftmost position where any alternative matches, Python's
+    alternation takes the first alternative (in order) that matches there, and that is the first alternative whose
+    own leftmost match starts there. A group whose alternatives hold capturing groups (a back-reference would count
+    them across the whole alternation) is searched as one alternation."""
 
     def __init__(self, cues: Cues):
-        prefilter = PatternSet()  # one pass names the groups that may match (validators/prefilter.py)
-        self.patterns: dict[str, re.Pattern | None] = {group: prefilter.add(compile_cues(getattr(cues, group)))
-                                                       for group in CUE_GROUPS}
+        prefilter = PatternSet()  # one pass names the alternatives that may match (validators/prefilter.py)
+        self.patterns: dict[str, re.Pattern | None] = {}
+        self.alternatives: dict[str, list | None] = {}
+        for group in CUE_GROUPS:
+            patterns = getattr(cues, group)
+            joined = self.patterns[group] = compile_cues(patterns)
+            alone = [re.compile(p, re.I | re.M) for p in patterns]
+            if joined is None or any(rx.groups for rx in alone):
+                self.alternatives[group] = None
+                self.patterns[group] = prefilter.add(joined)
+            else:
+                self.alternatives[group] = [prefilter.add(rx) for rx in alone]
 
     def find(self, group: str, text: str) -> str | None:
         """The first match of a cue group in the text, or None."""
-        pat = self.patterns[group]
-        m = pat.search(text) if pat is not None else None
-        return m.group(0) if m else None
+        alternatives = self.alternatives[group]
+        if alternatives is None:
+            pat = self.patterns[group]
+            m = pat.search(text) if pat is not None else None
+            return m.group(0) if m else None
+        best = None
+        for rx in alternatives:
+            m = rx.search(text)
+            if m is not None and (best is None or m.start() < best.start()):  # on a tie the earlier one stands
+                best = m
+                if not best.start():
+                    break
+        return best.group(0) if best is not None else None
 
 
 def _check(rs: ComplexityRuleSet, path: Path, lines) -> None:

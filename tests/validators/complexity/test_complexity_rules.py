@@ -88,3 +88,34 @@ def test_file_mode_applies_the_complexity_rules(tmp_path, how):
         got = {c for c, ex in report["examples"].items() for e in ex if e["record"] == f"labels.jsonl:{i + 1}"}
         assert got == codes, (i, got, report["examples"])
     assert f"rules: {rule_set}" in res.output and "CPLX001" in res.output
+
+
+def _cues_with_recall(patterns: list[str]):
+    cues = load_complexity_rules(LIBRARY / "shared" / "rules" / "moe-complexity@3.yaml").cues
+    return cues.model_copy(update={"recall": patterns})
+
+
+@pytest.mark.parametrize("patterns, text", [
+    (["abc", "ab"], "xxabc"), (["ab", "abc"], "xxabc"),  # the same start: the earlier alternative wins
+    (["b+", "ab"], "aab bb"), (["c", "a"], "abc"),  # the leftmost start wins, whatever the order
+    (["(?=b)", "a"], "ab"), (["x*", "a"], "ab"), (["^b", "b$"], "ab\nb"),  # empty matches, anchors (re.M)
+    (["\\bwort\\b", "wor"], "ein wort."), (["zz", "yy"], "ab"),
+])
+def test_a_cue_group_finds_its_alternations_first_match(patterns, text):
+    """CompiledCues.find searches alternative by alternative; the answer is Python's for the joined alternation."""
+    from mashbill.validators.complexity.complexity_rules import CompiledCues, compile_cues
+
+    cues = CompiledCues(_cues_with_recall(patterns))
+    want = compile_cues(patterns).search(text)
+    assert cues.alternatives["recall"] is not None
+    assert cues.find("recall", text) == (want.group(0) if want else None)
+
+
+def test_a_cue_group_with_capturing_groups_is_searched_whole():
+    """A back-reference counts groups across the joined alternation: such a group keeps its one pattern."""
+    from mashbill.validators.complexity.complexity_rules import CompiledCues
+
+    patterns = ["(x)y", "(a)\\1"]  # in the alternation \1 is the first alternative's group: never "aa"
+    cues = CompiledCues(_cues_with_recall(patterns))
+    assert cues.alternatives["recall"] is None
+    assert cues.find("recall", "aa") is None and cues.find("recall", "xy") == "xy"
