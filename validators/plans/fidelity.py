@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date
 
 from mashbill.validators.plans import drift, expr
@@ -56,8 +57,13 @@ _WORD_RE = re.compile(r"[a-zäöüß]+")
 _ARTICLES = frozenset({"a", "an", "ein", "eine", "einen"})
 
 
-def query_numbers(query: str, constants: list[float], articles: bool = True) -> set[float]:
+def query_numbers(query: str, constants: list[float], articles: bool = True) -> frozenset[float]:
     """Every value a faithful argument may take from this query (`articles`: "a", "an", "ein" ... read as 1)."""
+    return _query_numbers(query, tuple(constants), articles)
+
+
+@lru_cache(maxsize=1 << 12)  # asked per tool task and per spelled-out reading of one query
+def _query_numbers(query: str, constants: tuple[float, ...], articles: bool) -> frozenset[float]:
     base: set[float] = set()
     per = expr.numbers_in(query)
     for vals in per:
@@ -75,7 +81,7 @@ def query_numbers(query: str, constants: list[float], articles: bool = True) -> 
     for n in base:
         for f in factors:
             out.update({n * f, n / f})
-    return out
+    return frozenset(out)
 
 
 def _allowed(x: float, allowed: set[float]) -> bool:
