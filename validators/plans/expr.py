@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import math
 import re
-from functools import lru_cache
 from itertools import product
 
 # functions a calculate expression may call (the runtime's calculate accepts these names)
@@ -39,13 +38,6 @@ def normalise(text: str) -> str:
     return PLACEHOLDER.sub(lambda m: f"__r_{re.sub(r'[^0-9A-Za-z_]', '_', m.group(1))}", s)
 
 
-# A record's rules parse the same expressions and read the same query's numbers several times (argument numbers,
-# operation and expression, once per tool task): each is worked out once. The trees and tuples are shared, so
-# callers only read them.
-_MEMO = 1 << 12
-
-
-@lru_cache(maxsize=_MEMO)
 def parse(text: str) -> ast.Expression:
     try:
         tree = ast.parse(normalise(text).strip(), mode="eval")
@@ -153,15 +145,10 @@ def readings(token: str) -> tuple[float, ...]:
 
 
 def numbers_in(text: str) -> list[tuple[float, ...]]:
-    return list(_numbers_in(text))
-
-
-@lru_cache(maxsize=_MEMO)
-def _numbers_in(text: str) -> tuple[tuple[float, ...], ...]:
     out = [readings(m.group(0).replace("_", "")) for m in NUMBER.finditer(text)]
     out += [(float(m.group(0)),) for m in SCIENTIFIC.finditer(text)]
     out += [(float(m.group(0)),) for m in re.finditer(r"(?<![\d.])\.\d+", text)]  # ".5 hours"
-    return tuple(out)
+    return out
 
 
 def combinations(per_number: list[tuple[float, ...]], limit: int = 64):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import date
 
 from mashbill.validators.plans import drift, expr
@@ -57,13 +56,8 @@ _WORD_RE = re.compile(r"[a-zäöüß]+")
 _ARTICLES = frozenset({"a", "an", "ein", "eine", "einen"})
 
 
-def query_numbers(query: str, constants: list[float], articles: bool = True) -> frozenset[float]:
+def query_numbers(query: str, constants: list[float], articles: bool = True) -> set[float]:
     """Every value a faithful argument may take from this query (`articles`: "a", "an", "ein" ... read as 1)."""
-    return _query_numbers(query, tuple(constants), articles)
-
-
-@lru_cache(maxsize=1 << 12)  # asked per tool task and per spelled-out reading of one query
-def _query_numbers(query: str, constants: tuple[float, ...], articles: bool) -> frozenset[float]:
     base: set[float] = set()
     per = expr.numbers_in(query)
     for vals in per:
@@ -81,7 +75,7 @@ def _query_numbers(query: str, constants: tuple[float, ...], articles: bool) -> 
     for n in base:
         for f in factors:
             out.update({n * f, n / f})
-    return frozenset(out)
+    return out
 
 
 def _allowed(x: float, allowed: set[float]) -> bool:
