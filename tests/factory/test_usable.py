@@ -149,7 +149,8 @@ def test_records_left_out_are_decided_in_columns_as_record_by_record(tmp_path):
         s.record_validation(spec_hash=REF.hash, source="store", counts={}, results={  # (validated with --all)
             "r-gen_codes": [v for v in cases["gen_codes"][4] if v.stage == "validate"]})
         s.add_verdicts(run, [("r-judged", Verdict("JUDGE001", "reject", "low score", "judge"))])
-        s.write_review_decisions([_review("r-val_reviewed", "ann", "accept"), _review("r-gen_reviewed", "ann", "reject")])
+        s.write_review_decisions([_review("r-val_reviewed", "ann", "accept"),
+                                  _review("r-gen_reviewed", "ann", "reject")])
     with Store.open(tmp_path / "store", read_only=True) as s:
         ids = sorted(r.id for r in recs)
         rows, rest = s.plain_left_out(REF.hash, ids)
