@@ -33,6 +33,7 @@ from mashbill.curation.selection.split import SPLITS
 from mashbill.curation.snapshots.snapshot_write import write_snapshot
 from mashbill.curation.snapshots.tokens import known_tokens_profile
 from mashbill.factory.store import Store
+from mashbill.memory import fewer_collections
 from mashbill.specs import ResolvedSpec, find_spec, load_spec
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ def resolve_spec(spec: str | Path | ResolvedSpec) -> ResolvedSpec:
     return load_spec(find_spec(str(spec)), seed_rows=False)
 
 
+@fewer_collections()  # the examples and the split's lists are hundreds of thousands of objects alive at once
 def freeze(spec: str | Path | ResolvedSpec, *, store_path: str | Path, name: str, version: str | None,
            out_dir: str | Path | None = None, tokens: bool = True, reuse_identical: bool = False) -> FreezeResult:
     """Select, balance, split and write one snapshot; raises MashbillError (writing nothing) on bad input.
