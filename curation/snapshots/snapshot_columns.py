@@ -7,9 +7,9 @@ Their example key is the one the store kept when each record was written (`facto
 written before that, hashed by the store without copying its prompt out), and their labels and cell are computed
 once per distinct combination of the values the labels read (the input's lang/type/complexity, the meta's lang and
 taxonomy renames, and for plans the output's task categories and length, for complexity labels the output's
-`complexity`), by the same `curation.selection.labels` functions. Any other record (reviewed, corrected, odd output) and every preference row goes through the `Example`
-objects of `snapshot_examples` and joins the same table, in record id order (the order the near-duplicate grouping
-reads).
+`complexity`), by the same `curation.selection.labels` functions. Any other record (reviewed, corrected, odd
+output) and every preference row goes through the `Example` objects of `snapshot_examples` and joins the same table,
+in record id order (the order the near-duplicate grouping reads).
 """
 
 from __future__ import annotations
