@@ -372,12 +372,10 @@ class StoreQueries:
         and failed by their latest validation), decided here from columns without reading the records whole; and
         the ids of the rest (for `record_states(ids=...)`). A million-record store has tens of thousands of these.
 
-        Each row: (record_id, stage, codes, detail, query, output) as `usable.usability` and the selection give them
-        (stage "generate": the reject codes of other stages than validate, else GEN000, "status <status>";
-        "validate": its reject codes, else VALIDATE, the reject details joined by "; ", cut to 300 characters);
-        `query` the input's query when it is a string, `output` the output's canonical JSON, else the raw text.
-        In record id order, verdicts in `verdict_rows` order."""
-        from mashbill.factory.usable import NOT_ACCEPTED
+        Each row: (record_id, stage, codes, detail, query, output): the stage, codes and detail `usable.usability`
+        gives from the record's status, latest mark and verdicts (in `verdict_rows` order); `query` the input's query
+        when it is a string, `output` the output's canonical JSON, else the raw text. In record id order."""
+        from mashbill.factory.usable import Decision, usability
 
         if not ids:
             return [], []
@@ -400,14 +398,11 @@ class StoreQueries:
                 "FROM w LEFT JOIN l USING (record_id) LEFT JOIN v USING (record_id) "
                 "WHERE w.status <> 'accepted' OR l.passed = false ORDER BY w.record_id", [spec_hash]).fetchall()
         out = []
+        undecided = Decision("none")  # no review row
         for rid, status, passed, stages, codes, severities, details, query, output in rows:
-            rejects = [i for i, sev in enumerate(severities or ()) if sev == "reject"]
-            if status != "accepted":
-                found = tuple(codes[i] for i in rejects if stages[i] != "validate") or (NOT_ACCEPTED,)
-                out.append((rid, "generate", found, f"status {status}", query, output))
-            else:
-                found = tuple(codes[i] for i in rejects if stages[i] == "validate") or ("VALIDATE",)
-                out.append((rid, "validate", found, "; ".join(details[i] for i in rejects)[:300], query, output))
+            verdicts = tuple(zip(stages, codes, severities, details)) if stages else ()
+            u = usability(status, passed, verdicts, undecided)
+            out.append((rid, u.stage, u.codes, u.detail, query, output))
         decided = {r[0] for r in out}
         return out, [i for i in ids if i not in decided]
 
