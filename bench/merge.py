@@ -8,7 +8,8 @@ MASHBILL_BENCH_DIR (default ~/.cache/mashbill/bench/merge-N). Each merge is `mas
 --require-complete` in its own process (wall, CPU and peak RSS from os.wait4), then the same command again into
 the same output (every copy is already there: what a re-run after more shards costs). With --before, REV's code
 (`git archive`, imported ahead of this checkout) merges the same stores first; the two merged stores must hold the
-same rows, table by table (row counts and a sum of row hashes), or the bench exits 1.
+same rows, table by table (row counts and a sum of row hashes), and the same Parquet exports (rows in the same
+order), or the bench exits 1.
 
 Last line: records= before_s= merge_s= before_cpu_s= merge_cpu_s= speedup_cpu= before_peak_rss_mb= peak_rss_mb=
 again_before_s= again_s= identical= goal_merge_s=60 load1=
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.curation.revision import checkout  # noqa: E402
-from tests.factory.rehearsal_run import (MERGED_TABLES, Runner, generate, prepare, start_server,  # noqa: E402
+from tests.factory.rehearsal_run import (Runner, export_digests, generate, prepare, start_server,  # noqa: E402
                                          table_digests)
 
 SHARDS = 8
@@ -88,14 +89,15 @@ def main() -> int:
             out = tmp / name / "merged"
             first = merge(shards, out, pkg)
             again = merge(shards, out, pkg)
-            res[name] = {**first, "again": again["wall"], "digests": table_digests(out)}
+            res[name] = {**first, "again": again["wall"], "digests": {**table_digests(out), **export_digests(out)}}
             print(f"{name:>6}: {first['wall']:.2f}s wall, {first['cpu']:.2f}s CPU, peak {first['rss_mb']:.0f} MB; "
                   f"again {again['wall']:.2f}s wall, peak {again['rss_mb']:.0f} MB; "
                   f"{res[name]['digests']['records'][0]:,} records; load1 {os.getloadavg()[0]:.2f}", flush=True)
         a, b = res["after"], res.get("before")
         same = b is None or a["digests"] == b["digests"]
         if not same:
-            print("NOT IDENTICAL: " + ", ".join(t for t in MERGED_TABLES if a["digests"][t] != b["digests"][t]))
+            print("NOT IDENTICAL: " + ", ".join(t for t in sorted(a["digests"].keys() | b["digests"].keys())
+                                                if a["digests"].get(t) != b["digests"].get(t)))
         nb = (lambda k, f="{:.2f}": f.format(b[k]) if b else "n/a")
         speedup = f"{b['cpu'] / a['cpu']:.2f}" if b else "n/a"
         print(f"records={args.records} before_s={nb('wall')} merge_s={a['wall']:.2f} before_cpu_s={nb('cpu')} "

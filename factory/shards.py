@@ -266,9 +266,11 @@ def _write(store: Store, aliases, report: MergeReport) -> None:
         for i, alias in enumerate(aliases):
             con.execute(f"INSERT INTO runs BY NAME SELECT * FROM {alias}.runs "
                         "WHERE run_id NOT IN (SELECT run_id FROM runs)")
-            if report.sources[i]["inserted"] or report.sources[i]["replaced"]:
-                con.execute(f"INSERT INTO records BY NAME SELECT * FROM {alias}.records WHERE record_id IN {win}",
-                            [i])
+            source = report.sources[i]
+            if source["inserted"] or source["replaced"]:
+                # a store whose every record is written (a fresh merge of disjoint shards) needs no filter by id
+                where, args = ("", []) if not source["identical"] else (f"WHERE record_id IN {win}", [i])
+                con.execute(f"INSERT INTO records BY NAME SELECT * FROM {alias}.records {where}", args)
                 con.execute(f"INSERT INTO verdicts BY NAME SELECT * FROM {alias}.verdicts WHERE record_id IN {win}",
                             [i])
                 con.execute(f"INSERT INTO record_attempts BY NAME SELECT a.* FROM {alias}.record_attempts a "

@@ -32,7 +32,8 @@ from mashbill.hashing import canonical_json
 DB_NAME = "mashbill.duckdb"
 EXPORT_TMP_PREFIX = ".records.parquet.tmp-"
 EXPORT_PART_ROWS = 50_000  # records a Parquet export sorts at a time (export_parquet)
-EXPORT_BATCH_BYTES = 16 << 20  # decoded bytes the export's concatenation holds at a time (_concat_parquet)
+EXPORT_BATCH_BYTES = 16 << 20  # decoded bytes of a Parquet export's row group, about (_write_row_groups)
+EXPORT_READ_ROWS = 2048  # rows of each Arrow batch an export reads from DuckDB (its vector size)
 
 
 def _now() -> datetime:
@@ -557,9 +558,12 @@ class Store(StoreQueries):
         """Write this spec's records to Parquet atomically (temp file, then rename), in record id order.
 
         One sort of every whole record needs DuckDB memory for all of them at once: under MASHBILL_STORE_MEMORY=1GB
-        the 1M rehearsal's merge failed there (issue 29). So the ids alone are sorted, the records are written in
-        parts of at most EXPORT_PART_ROWS consecutive ids (each sorted on its own), and the parts are read back in
-        order into the one file."""
+        the 1M rehearsal's merge failed there (issue 29). So the ids alone are sorted, and the records are read in
+        parts of at most EXPORT_PART_ROWS consecutive ids (each sorted on its own), streamed from DuckDB as Arrow
+        batches into the one file in row groups of about EXPORT_BATCH_BYTES (each record encoded once: no part
+        files read back). The file's schema is the table's (`_export_schema`)."""
+        import pyarrow.parquet as pq
+
         out_dir = self.root / "parquet" / f"{spec_name}@{spec_version}"
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -567,40 +571,42 @@ class Store(StoreQueries):
             raise StoreError(f"cannot create {out_dir}: {exc.strerror}") from None
         final = out_dir / "records.parquet"
         tmp = out_dir / f"{EXPORT_TMP_PREFIX}{os.getpid()}"
-        parts: list[Path] = []
-        to = "(FORMAT parquet, COMPRESSION zstd)"
         try:
             # the first id of each part (DuckDB sorts the narrow id column within the memory limit)
             starts = [r for (r,) in self.con.execute(
                 "SELECT record_id FROM (SELECT record_id, row_number() OVER (ORDER BY record_id) - 1 AS i "
                 "FROM records WHERE spec_hash = ?) WHERE i % ? = 0 ORDER BY record_id",
                 [spec_hash, EXPORT_PART_ROWS]).fetchall()]
-            if len(starts) <= 1:
-                self.con.execute(f"COPY (SELECT {_EXPORTED} FROM records WHERE spec_hash = ? ORDER BY record_id) "
-                                 f"TO '{tmp.as_posix()}' {to}", [spec_hash])
-            else:
-                for k, start in enumerate(starts):
-                    part = tmp.with_name(f"{tmp.name}.part-{k:05d}")
-                    parts.append(part)
+            schema = self._export_schema()
+            # DuckDB's own level (the store's exports were DuckDB's COPY before)
+            with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=3) as writer:
+                for k, start in enumerate(starts or [None]):
                     end = starts[k + 1] if k + 1 < len(starts) else None
-                    self.con.execute(
-                        f"COPY (SELECT {_EXPORTED} FROM records WHERE spec_hash = ? AND record_id >= ?"
-                        + (" AND record_id < ?" if end is not None else "")
-                        + f" ORDER BY record_id) TO '{part.as_posix()}' {to}",
-                        [spec_hash, start] + ([end] if end is not None else []))
-                _concat_parquet(parts, tmp)
+                    query = (f"SELECT {_EXPORTED} FROM records WHERE spec_hash = ?"
+                             + (" AND record_id >= ?" if start is not None else "")
+                             + (" AND record_id < ?" if end is not None else "") + " ORDER BY record_id")
+                    params = [spec_hash] + [v for v in (start, end) if v is not None]
+                    reader = self.con.sql(query, params=params).to_arrow_reader(EXPORT_READ_ROWS)
+                    _write_row_groups(reader, writer, schema)
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
             tmp.replace(final)
-        except (OSError, duckdb.Error) as exc:
+        except (OSError, duckdb.Error, pa.ArrowException) as exc:
             tmp.unlink(missing_ok=True)
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
             raise StoreError(f"cannot write the Parquet export {final}: {why}; the records are safe in "
                              f"{self.root / DB_NAME}, and the next completed run exports them") from None
-        finally:
-            for part in parts:
-                part.unlink(missing_ok=True)
         return final
+
+    def _export_schema(self) -> pa.Schema:
+        """The exported columns as the records table declares them: NOT NULL where the table says so, JSON columns as
+        Arrow's JSON type (what DuckDB's own Parquet writer marks them), the rest as DuckDB hands them to Arrow."""
+        declared = {name: (kind, nullable) for name, kind, nullable in self.con.execute(
+            "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = 'records'").fetchall()}
+        arrow = self.con.sql(f"SELECT {_EXPORTED} FROM records LIMIT 0").to_arrow_table().schema
+        return pa.schema([pa.field(f.name, pa.json_() if declared[f.name][0] == "JSON" else f.type,
+                                   nullable=declared[f.name][1]) for f in arrow])
 
     def verdict_examples(self, per_code: int = 3) -> dict[str, dict]:
         """A few records per verdict code with the verdict's detail, input and output (factory.verdict_examples)."""
@@ -643,24 +649,21 @@ def reap_dead_runs(store: Store) -> list[str]:
     return [r[0] for r in dead]
 
 
-def _concat_parquet(parts: list[Path], dest: Path) -> None:
-    """The rows of Parquet files one after the other in one file, with the first file's schema (DuckDB's own
-    read_parquet would drop its NOT NULL columns).
-
-    Read and written in batches of about EXPORT_BATCH_BYTES, not a part's row group whole: a row group of 50,000
-    plan records is ~430 MB decoded, and freeing and faulting in such buffers again cost the 1M merge's plan export
-    4-7 s of kernel time zeroing pages (bench/RESULTS.md, "The export's concatenation in batches")."""
-    import pyarrow.parquet as pq
-
-    schema = pq.read_schema(parts[0])
-    with pq.ParquetWriter(dest, schema, compression="zstd", compression_level=3) as writer:  # DuckDB's level
-        for part in parts:
-            f = pq.ParquetFile(part)
-            meta = f.metadata
-            rows, size = meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-            batch = max(1, min(rows, rows * EXPORT_BATCH_BYTES // max(size, 1)))
-            for b in f.iter_batches(batch_size=batch):
-                writer.write_batch(b)
+def _write_row_groups(reader: pa.RecordBatchReader, writer, schema: pa.Schema) -> None:
+    """The reader's batches into the writer as `schema`, a row group per about EXPORT_BATCH_BYTES decoded: one per
+    DuckDB batch would be ~1 MB for small records (and compress worse), one per part ~430 MB for plans."""
+    held: list[pa.RecordBatch] = []
+    size = 0
+    for batch in reader:
+        columns = [pa.ExtensionArray.from_storage(f.type, col.cast(f.type.storage_type))
+                   if isinstance(f.type, pa.ExtensionType) else col for f, col in zip(schema, batch.columns)]
+        held.append(pa.RecordBatch.from_arrays(columns, schema=schema))
+        size += batch.nbytes
+        if size >= EXPORT_BATCH_BYTES:
+            writer.write_table(pa.Table.from_batches(held, schema=schema), row_group_size=sum(map(len, held)))
+            held, size = [], 0
+    if held:
+        writer.write_table(pa.Table.from_batches(held, schema=schema), row_group_size=sum(map(len, held)))
 
 
 def remove_stale_exports(root: Path) -> None:

@@ -171,6 +171,20 @@ def table_digests(store: Path) -> dict[str, tuple[int, int]]:
         con.close()
 
 
+def export_digests(store: Path) -> dict[str, tuple[int, int]]:
+    """Per Parquet export of a store: (rows, the sum of the hashes of each row and its position in the file), so
+    two exports of the same records in the same order match however their row groups were cut."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        return {f"parquet/{p.parent.name}": con.execute(
+            "SELECT count(*), sum(hash(t))::HUGEINT FROM read_parquet(?, file_row_number = true) t",
+            [str(p)]).fetchone() for p in sorted(Path(store).glob("parquet/*/records.parquet"))}
+    finally:
+        con.close()
+
+
 def check_counts(store: Path, prep: dict, seed: int) -> dict:
     """Per kind: stored records, distinct ids, inputs asked for, failed, and whether statuses and reject codes are
     the replay mix's (retries differ after a kill: an attempt killed before its commit is asked again)."""

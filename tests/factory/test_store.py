@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import subprocess
@@ -291,32 +292,45 @@ def test_a_stale_export_temporary_is_removed_when_the_store_is_opened_for_writin
     assert sorted(p.name for p in final.parent.iterdir()) == ["records.parquet"]
 
 
-@pytest.mark.parametrize("batch_bytes, row_groups", [(None, 6), (1, 23)])
-def test_an_export_in_parts_holds_what_one_sorted_copy_holds(tmp_path, monkeypatch, batch_bytes, row_groups):
-    """A spec of more records than EXPORT_PART_ROWS is exported in parts sorted on their own (one sort of every whole
-    record ran out of memory under a cap, issue 29): the same rows, in record id order, with the same schema (NOT
-    NULL columns and JSON types kept), and no part left behind; also when the parts are copied a record at a time
-    (EXPORT_BATCH_BYTES smaller than one record)."""
+@pytest.mark.parametrize("part_rows, read_rows, batch_bytes, row_groups",
+                         [(4, None, None, 6), (100, 5, 1, 5), (100, 5, None, 1), (None, None, None, 1)])
+def test_an_export_holds_what_duckdbs_one_sorted_copy_holds(tmp_path, monkeypatch, part_rows, read_rows,
+                                                             batch_bytes, row_groups):
+    """A spec's export, whole or in parts sorted on their own (one sort of every whole record ran out of memory
+    under a cap, issue 29) and streamed in batches: the rows and values of DuckDB's own single sorted COPY, in
+    record id order, with the table's NOT NULLs and JSON types; a row group per part, per batch when
+    EXPORT_BATCH_BYTES is smaller than one batch, or per many batches; no temporary left behind."""
     import pyarrow.parquet as pq
 
     import mashbill.factory.store as store_module
 
+    for name, value in (("EXPORT_PART_ROWS", part_rows), ("EXPORT_READ_ROWS", read_rows),
+                        ("EXPORT_BATCH_BYTES", batch_bytes)):
+        if value is not None:
+            monkeypatch.setattr(store_module, name, value)
     with Store.open(tmp_path / "s") as store:
         run = _begin(store)
-        recs = [_rec(i) for i in range(23)]
+        recs = [_rec(i) for i in range(22)] + [dataclasses.replace(_rec(22, "failed"), output=None)]
         random.Random(7).shuffle(recs)  # stored out of id order
         store.write_batch(run, recs, {}, [])
-        whole = pq.read_table(store.export_parquet("t", 1, REF.hash))
-        monkeypatch.setattr(store_module, "EXPORT_PART_ROWS", 4)
-        if batch_bytes is not None:
-            monkeypatch.setattr(store_module, "EXPORT_BATCH_BYTES", batch_bytes)
+        other = SpecRef("other", 1, "o" * 64)  # another spec's record stays out
+        other_run = store.begin_run(spec_name="other", spec_version=1, spec_hash=other.hash, kind="plan",
+                                    backend="test", model="m", model_sha256=None, model_info=None, sampling={})
+        store.write_batch(other_run, [dataclasses.replace(_rec(99), spec=other)], {}, [])
+        reference = tmp_path / "duckdb.parquet"
+        store.con.execute(f"COPY (SELECT * EXCLUDE (sft_key) FROM records WHERE spec_hash = ? ORDER BY record_id) "
+                          f"TO '{reference}' (FORMAT parquet)", [REF.hash])
         final = store.export_parquet("t", 1, REF.hash)
-        parted = pq.read_table(final)
-    # 23 records, 4 a part: the parts path was taken, a row group per part (or per record)
+    whole, exported = pq.read_table(reference), pq.read_table(final)
     assert pq.ParquetFile(final).metadata.num_row_groups == row_groups
-    assert parted.schema == whole.schema and not parted.schema.field("record_id").nullable
-    assert parted.equals(whole) and whole.num_rows == 23
-    ids = parted.column("record_id").to_pylist()
+    assert exported.column_names == whole.column_names and exported.num_rows == whole.num_rows == 23
+    for name in whole.column_names:  # the same values and types; nullability is the table's (below)
+        assert exported.column(name).combine_chunks().equals(whole.column(name).combine_chunks()), name
+    declared_null = {"output", "raw"}  # the records table's nullable columns that are exported
+    assert {f.name for f in exported.schema if f.nullable} == declared_null
+    assert {f.name for f in exported.schema if str(f.type) == "extension<arrow.json>"} == {
+        "input", "output", "messages", "meta"}
+    ids = exported.column("record_id").to_pylist()
     assert ids == sorted(ids)
     assert sorted(p.name for p in final.parent.iterdir()) == ["records.parquet"]
 
