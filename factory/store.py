@@ -587,7 +587,10 @@ class Store(StoreQueries):
                              + (" AND record_id < ?" if end is not None else "") + " ORDER BY record_id")
                     params = [spec_hash] + [v for v in (start, end) if v is not None]
                     reader = self.con.sql(query, params=params).to_arrow_reader(EXPORT_READ_ROWS)
-                    _write_row_groups(reader, writer, schema)
+                    try:
+                        _write_row_groups(reader, writer, schema)
+                    finally:  # a reader left open holds the connection: no other statement would run on it
+                        reader.close()
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
             tmp.replace(final)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -333,6 +334,40 @@ def test_an_export_holds_what_duckdbs_one_sorted_copy_holds(tmp_path, monkeypatc
     ids = exported.column("record_id").to_pylist()
     assert ids == sorted(ids)
     assert sorted(p.name for p in final.parent.iterdir()) == ["records.parquet"]
+
+
+def test_an_export_that_fails_midway_leaves_no_file_and_the_store_usable(tmp_path, monkeypatch):
+    """A write that fails after the first row group (a full disk) is one StoreError naming the file; no temporary is
+    left, the store's connection still runs statements (a half-read batch reader would hold it), and the next
+    export writes the file."""
+    import errno
+
+    import pyarrow.parquet as pq
+
+    import mashbill.factory.store as store_module
+
+    monkeypatch.setattr(store_module, "EXPORT_READ_ROWS", 1)  # a row group per record: the reader is mid-way
+    monkeypatch.setattr(store_module, "EXPORT_BATCH_BYTES", 1)
+    real, calls = pq.ParquetWriter.write_table, []
+
+    def fill_disk(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), [_rec(i) for i in range(10)], {}, [])
+        monkeypatch.setattr(pq.ParquetWriter, "write_table", fill_disk)
+        try:
+            store.export_parquet("t", 1, REF.hash)
+            pytest.fail("the export did not fail")
+        except StoreError as exc:  # asked while the failure's traceback (and what its frames hold) is alive
+            assert re.search(r"cannot write the Parquet export .*records\.parquet: No space left", str(exc))
+            assert store.con.execute("SELECT count(*) FROM records").fetchall() == [(10,)]
+        assert list((tmp_path / "s" / "parquet" / "t@1").iterdir()) == []
+        monkeypatch.setattr(pq.ParquetWriter, "write_table", real)
+        assert pq.read_table(store.export_parquet("t", 1, REF.hash)).num_rows == 10
 
 
 @pytest.mark.parametrize("damage", ["truncate", "lost_migration"])
