@@ -180,7 +180,7 @@ def export_digests(store: Path) -> dict[str, tuple[int, int]]:
     try:
         return {f"parquet/{p.parent.name}": con.execute(
             "SELECT count(*), sum(hash(t))::HUGEINT FROM read_parquet(?, file_row_number = true) t",
-            [str(p)]).fetchone() for p in sorted(Path(store).glob("parquet/*/records.parquet"))}
+            [str(p)]).fetchall()[0] for p in sorted(Path(store).glob("parquet/*/records.parquet"))}
     finally:
         con.close()
 
