@@ -100,19 +100,16 @@ class CompiledCues:
     that may match a text, so most never run: at the leftmost position where any alternative matches, Python's
     alternation takes the first alternative (in order) that matches there, and that is the first alternative whose
     own leftmost match starts there. A group whose alternatives hold capturing groups (a back-reference would count
-    them across the whole alternation) is searched as its one alternation. ``patterns``: each group's alternation
-    (None for an empty group), the answer ``find`` gives."""
+    them across the whole alternation) is searched as its one alternation."""
 
     def __init__(self, cues: Cues):
         prefilter = PatternSet()  # one pass names the alternatives that may match (validators/prefilter.py)
-        self.patterns: dict[str, re.Pattern | None] = {}
         self.alternatives: dict[str, list] = {}  # each group's patterns searched in turn, behind the prefilter
         for group in CUE_GROUPS:
             patterns = getattr(cues, group)
-            joined = self.patterns[group] = compile_cues(patterns)
             alone = [re.compile(p, re.I | re.M) for p in patterns]
-            if joined is not None and any(rx.groups for rx in alone):
-                alone = [joined]
+            if any(rx.groups for rx in alone):
+                alone = [compile_cues(patterns)]
             self.alternatives[group] = [prefilter.add(rx) for rx in alone]
 
     def find(self, group: str, text: str) -> str | None:
