@@ -19,7 +19,7 @@ def _order(key: str) -> str:
 
 @dataclass
 class Balance:
-    kept: list[str]
+    kept: list[str]  # in hash order within a cell that was cut, as given within one that was not
     cut: list[str]
     cells: dict[str, dict] = field(default_factory=dict)  # cell -> available, target, kept, short, oversampled
 
@@ -59,8 +59,10 @@ def apply_quotas(keys: Sequence[str], cells: Sequence[str], dims: list[str], quo
                             "curation.quotas.oversample. Nothing was written.")
     kept, cut, report = [], [], {}
     for cell in sorted(set(by_cell) | {c for c, t in quotas.cells.items() if t > 0}):
-        members = sorted(by_cell.get(cell, []), key=_order)
+        members = by_cell.get(cell, [])
         target = target_of(cell, quotas)
+        if target is not None and target < len(members):  # a cell over its target keeps the first in hash order
+            members = sorted(members, key=_order)
         take = members if target is None else members[:target]
         kept.extend(take)
         cut.extend(members[len(take):])

@@ -11,20 +11,47 @@ unrelated records are added. The checks after the split are `validators.data.lea
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable, Sequence
 
 
 SPLITS = ("train", "eval", "test")
 
 
-@dataclass
 class SplitResult:
-    assignment: dict[str, str]  # key -> split
-    groups: dict[str, str]  # key -> group id
-    stats: dict
-    sides: list[str] | None = None  # the split of each key given (in their order, repeats included)
-    roots: list[str] | None = None  # the group id of each key given
+    """Where each key landed. Held as columns (each row's side as an index into SPLITS, each row's group as an index
+    into `names`); the Python views (`assignment`, `groups`, `sides`, `roots`) are built when first asked for, since
+    at a million rows each costs a second and tens of MB (issue 29)."""
+
+    def __init__(self, keys: Sequence[str], side_index, root_index, names, stats: dict):
+        self.keys = keys
+        self.side_index = side_index  # numpy int8 per row given: 0 train, 1 eval, 2 test
+        self.root_index = root_index  # numpy int64 per row given: its group's id in `names`
+        self.names = names  # Arrow strings: the group ids (a group is named by its smallest key)
+        self.stats = stats
+
+    @cached_property
+    def sides(self) -> list[str]:
+        """The split of each key given (in their order, repeats included)."""
+        return [SPLITS[j] for j in self.side_index.tolist()]
+
+    @cached_property
+    def roots(self) -> list[str]:
+        """The group id of each key given."""
+        return self.names.take(self.root_index).to_pylist() if len(self.root_index) else []
+
+    @cached_property
+    def assignment(self) -> dict[str, str]:
+        """key -> split."""
+        return dict(zip(self._key_list(), self.sides))
+
+    @cached_property
+    def groups(self) -> dict[str, str]:
+        """key -> group id."""
+        return dict(zip(self._key_list(), self.roots))
+
+    def _key_list(self) -> Sequence[str]:
+        return self.keys.to_pylist() if hasattr(self.keys, "to_pylist") else self.keys
 
 
 def connected(n: int, a, b):
@@ -52,15 +79,16 @@ def connected(n: int, a, b):
         label = new
 
 
-def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
+def _components(keys: Sequence[str], links: Iterable[tuple[str, str]], joins=None):
     """(distinct keys as an Arrow array, each row's distinct-key index, each row's root index, each distinct key's
-    rank in key order): connected components of the links over the keys, each named by its smallest key (a
-    union-find's answer), computed over integer ids (Arrow and numpy, no per-key Python)."""
+    rank in key order): connected components of the links (pairs of keys) and `joins` (pairs of row positions: two
+    numpy arrays) over the keys, each named by its smallest key (a union-find's answer), computed over integer ids
+    (Arrow and numpy, no per-key Python)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    enc = pa.array(keys, pa.string()).dictionary_encode()
+    enc = (keys if isinstance(keys, pa.Array) else pa.array(keys, pa.string())).dictionary_encode()
     uniq = enc.dictionary
     row_id = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     n = len(uniq)
@@ -68,13 +96,19 @@ def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
     by_key = pc.sort_indices(uniq).to_numpy()
     rank = np.empty(n, dtype=np.int64)
     rank[by_key] = np.arange(n)
+    a_parts, b_parts = [], []
     pairs = list(links)
     if pairs:
         ends = [pc.index_in(pa.array([p[e] for p in pairs], pa.string()), value_set=uniq) for e in (0, 1)]
         if any(x.null_count for x in ends):
             raise KeyError("a link names a key that is not split")
-        a, b = (x.to_numpy(zero_copy_only=False).astype(np.int64) for x in ends)
-        label = connected(n, a, b)
+        a_parts.append(ends[0].to_numpy(zero_copy_only=False).astype(np.int64))
+        b_parts.append(ends[1].to_numpy(zero_copy_only=False).astype(np.int64))
+    if joins is not None and len(joins[0]):
+        a_parts.append(row_id[np.asarray(joins[0], dtype=np.int64)])
+        b_parts.append(row_id[np.asarray(joins[1], dtype=np.int64)])
+    if a_parts:
+        label = connected(n, np.concatenate(a_parts), np.concatenate(b_parts))
         smallest = np.full(n, n, dtype=np.int64)
         np.minimum.at(smallest, label, rank)
         root = by_key[smallest[label]]  # the distinct key of the smallest rank in each one's component
@@ -84,10 +118,12 @@ def _components(keys: Sequence[str], links: Iterable[tuple[str, str]]):
 
 
 def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tuple[str, str]],
-                  ratios: dict[str, float]) -> SplitResult:
+                  ratios: dict[str, float], joins=None) -> SplitResult:
+    """`links` join keys (pairs of keys), `joins` rows (two numpy arrays of positions in `keys`, for callers that
+    hold groups as row numbers); `keys` may be an Arrow string array."""
     import numpy as np
 
-    uniq, row_id, row_root, rank = _components(keys, links)
+    uniq, row_id, row_root, rank = _components(keys, links, joins)
     n_rows = len(row_id)
     size_of = np.bincount(row_root, minlength=len(uniq)) if n_rows else np.zeros(0, dtype=np.int64)
     # a group's cell is its smallest key's (the first such row); groups in order of first appearance
@@ -133,9 +169,6 @@ def assign_splits(keys: Sequence[str], cells: Sequence[str], links: Iterable[tup
             c0 += size
             t0 += size
         n_cell, n_total = nc, nt
-    sides = [SPLITS[j] for j in side[row_root].tolist()]
-    roots = uniq.take(row_root).to_pylist() if n_rows else []
-    assignment = dict(zip(keys, sides))
-    groups = dict(zip(keys, roots))
-    return SplitResult(assignment, groups, {"groups": len(names), "multi_record_groups": sum(1 for n in sizes if n > 1),
-                                            "largest_group": max(sizes, default=0)}, sides, roots)
+    stats = {"groups": len(names), "multi_record_groups": sum(1 for n in sizes if n > 1),
+             "largest_group": max(sizes, default=0)}
+    return SplitResult(keys, side[row_root], row_root, uniq, stats)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mashbill.curation.selection.balance import Balance, apply_quotas, oversample
-from mashbill.curation.selection.groups import cluster_links, near_duplicate_pairs, normalized_where_shared
+from mashbill.curation.selection.groups import cluster_joins, near_duplicate_clusters, normalized_classes
 from mashbill.curation.selection.split import SplitResult, assign_splits
 from mashbill.curation.snapshots.snapshot_examples import Built
 from mashbill.curation.snapshots.snapshot_format import SnapshotError
@@ -32,29 +32,34 @@ class Split:
     leak: dict
 
 
-def leakage(keys: list[str], sides: list[str], roots: list[str], queries: list) -> dict:
+def leakage(keys: list[str], sides, roots, queries: list) -> dict:
     """`validators.data.leakage.across_splits` over the split's rows as columns (Arrow group-bys): groups that straddle
     splits, and queries identical after normalisation found on more than one side (a key's last row's query, as
-    the check's key -> text dicts hold; only queries that share their letters and digits are normalised)."""
-    import pyarrow as pa
+    the check's key -> text dicts hold). `sides` and `roots`: each row's split and group, as names or numbers."""
+    import numpy as np
 
-    def straddling(by: list, side: list) -> int:
-        t = pa.table({"by": pa.array(by, pa.string()), "side": pa.array(side, pa.string())})
-        counts = t.group_by("by").aggregate([("side", "count_distinct")]).column("side_count_distinct")
-        return int(pc.sum(pc.greater(counts, 1)).as_py() or 0)
+    def straddling(by, side) -> int:  # groups of `by` whose rows are not all on one side
+        by, side = (pa.array(x).dictionary_encode().indices.to_numpy(zero_copy_only=False)
+                    if not isinstance(x, np.ndarray) else x for x in (by, side))
+        if not len(by):
+            return 0
+        order = np.lexsort((side, by))
+        by, side = by[order], side[order]
+        starts = np.flatnonzero(np.concatenate(([True], by[1:] != by[:-1])))
+        return int((np.minimum.reduceat(side, starts) != np.maximum.reduceat(side, starts)).sum())
 
     last = list({k: i for i, k in enumerate(keys)}.values())
     asked = [i for i in last if queries[i]]
+    asked_sides = sides[asked] if isinstance(sides, np.ndarray) else [sides[i] for i in asked]
     return {"groups_across_splits": straddling(roots, sides),
-            "identical_queries_across_splits": straddling(normalized_where_shared([queries[i] for i in asked]),
-                                                          [sides[i] for i in asked])}
+            "identical_queries_across_splits": straddling(normalized_classes([queries[i] for i in asked]),
+                                                          asked_sides)}
 
 
-def near_links(built: Built, rows: list[int] | None, ekeys: list[str], queries: list,
-               threshold: float) -> list[tuple[str, str]]:
-    """Links that join each near-duplicate cluster of the rows (None: every row of the examples table, in order):
-    validation's clusters of the rows' records where it kept one for each (`Built.near_groups`), else the clusters of
-    the rows' queries found here."""
+def near_joins(built: Built, rows: list[int] | None, queries: list, threshold: float):
+    """Joins (two arrays of positions in `rows`; None: every row of the examples table, in order) that join each
+    near-duplicate cluster of the rows: validation's clusters of the rows' records where it kept one for each
+    (`Built.near_groups`), else the clusters of the rows' queries found here."""
     groups, built.near_groups = built.near_groups, None  # (read once: its memory back before the write)
     if groups is not None and groups.num_rows:
         record_ids = built.examples.column("record_id")
@@ -62,10 +67,8 @@ def near_links(built: Built, rows: list[int] | None, ekeys: list[str], queries: 
             record_ids = record_ids.take(pa.array(rows, pa.int64()))
         at = pc.index_in(record_ids, value_set=groups.column("record_id"))
         if at.null_count == 0:
-            # clusters as integers (a Python string per row was ~50 MB at 439,521 rows)
-            clusters = groups.column("near_group").take(at).combine_chunks().dictionary_encode().indices
-            return cluster_links(ekeys, clusters.to_pylist())
-    return near_duplicate_pairs(ekeys, queries, threshold)
+            return cluster_joins(groups.column("near_group").take(at).combine_chunks().dictionary_encode().indices)
+    return cluster_joins(near_duplicate_clusters(queries, threshold))
 
 
 def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
@@ -120,15 +123,17 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
     queries = t.column("query").to_pylist()
     if ekeys is not keys:
         queries = [queries[i] for i in rows]
-    links += near_links(built, None if ekeys is keys else rows, ekeys, queries, cur.near_duplicate_threshold)
+    joins = near_joins(built, None if ekeys is keys else rows, queries, cur.near_duplicate_threshold)
     ratios = {"train": cur.splits.train, "eval": cur.splits.eval, "test": cur.splits.test}
-    res = assign_splits(ekeys, [cells[i] for i in rows], links, ratios)
+    res = assign_splits(t.column("key").combine_chunks() if ekeys is keys else ekeys,
+                        cells if ekeys is keys else [cells[i] for i in rows], links, ratios, joins)
     train_by_cell: dict[str, list[str]] = defaultdict(list)
-    for i in base:
-        if res.assignment[keys[i]] == "train":
-            train_by_cell[cells[i]].append(keys[i])
+    if cur.quotas.oversample:  # (only oversampling reads them) base rows come first in `rows`
+        for i, side in zip(base, res.side_index[:len(base)].tolist()):
+            if side == 0:
+                train_by_cell[cells[i]].append(keys[i])
     copies = oversample(balance, train_by_cell, cur.quotas, rs.ref)
-    leak = leakage(ekeys, res.sides, res.roots, queries)
+    leak = leakage(ekeys, res.side_index, res.root_index, queries)
     if leak["groups_across_splits"] or leak["identical_queries_across_splits"]:
         raise SnapshotError(f"{rs.ref}: the split leaks across train/eval/test ({leak}); this is a bug")
     return Split(rows, cut, keys, cells, balance, res, copies, leak)

@@ -111,11 +111,10 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None, prompts_of):
     import numpy as np
 
     keys, copies = sp.keys, sp.copies
-    rows = np.array(sp.rows, dtype=np.int64)  # sp.res.sides and .roots are aligned with these
-    side = np.array([SPLITS.index(s) for s in sp.res.sides], dtype=np.int8)
+    rows = np.array(sp.rows, dtype=np.int64)  # sp.res's columns are aligned with these
+    side = sp.res.side_index
     n_copies = (np.array([1 + copies.get(keys[i], 0) for i in sp.rows], dtype=np.int64) if copies
                 else np.ones(len(rows), dtype=np.int64))
-    group = pa.array(sp.res.roots, pa.string())
     tokens = pa.array(n_tokens, pa.int32()) if n_tokens is not None else pa.nulls(t.num_rows, pa.int32())
     narrow = t.select(["cell", "row_kind", "key"])
     wide = [f.name for f in SCHEMA if f.name in t.schema.names and f.name not in ("n_tokens", "prompt")]
@@ -135,7 +134,7 @@ def split_tables(t: pa.Table, sp, n_tokens: list | None, prompts_of):
         cols = {name: sub.column(name) for name in wide}
         cols["prompt"] = prompts_at(t, rows[pos], prompts_of)
         cols["example_id"] = sub.column("key")
-        cols["group"] = group.take(pa.array(pos, pa.int64()))
+        cols["group"] = sp.res.names.take(pa.array(sp.res.root_index[pos], pa.int64()))
         cols["copy"] = pa.array(copy.astype(np.int32), pa.int32())
         cols["n_tokens"] = tokens.take(take)
         # the prompts come in the store's batches; the Parquet writer writes the same bytes for chunked columns

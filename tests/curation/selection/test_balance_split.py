@@ -151,3 +151,25 @@ def test_split_grouping_and_the_cross_split_check_agree_on_what_the_same_query_i
     # and the check does count a query that is the same (by that rule) on two sides
     moved = {**side, keys[2]: next(s for s in RATIOS if s != side[keys[0]])}
     assert across_splits(moved, dict(zip(keys, texts)), res.groups)["identical_queries_across_splits"] == 1
+
+
+def test_joins_by_row_number_split_as_links_by_key_do():
+    """A caller holding its groups as row numbers (`cluster_joins`, an Arrow key column) gets the split that the
+    same groups as key pairs (`cluster_links`) give: the same side and group for every row, repeated keys included."""
+    import random
+
+    import pyarrow as pa
+
+    from mashbill.curation.selection.groups import cluster_joins, cluster_links
+
+    rng = random.Random(5)
+    for trial in range(30):
+        n = rng.randint(1, 60)
+        keys = [f"k{rng.randint(0, n):03d}" for _ in range(n)]
+        clusters = [rng.randint(0, max(1, n // 3)) for _ in range(n)]
+        cells = [rng.choice("ab") for _ in range(n)]
+        extra = [(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 3))]
+        by_key = assign_splits(keys, cells, extra + cluster_links(keys, clusters), RATIOS)
+        by_row = assign_splits(pa.array(keys), cells, extra, RATIOS, cluster_joins(clusters))
+        assert by_row.sides == by_key.sides and by_row.roots == by_key.roots, trial
+        assert by_row.assignment == by_key.assignment and by_row.stats == by_key.stats, trial

@@ -48,13 +48,13 @@ def _sides(snap) -> dict[str, str]:
 def finds_clusters(monkeypatch):
     """Counts the freezes that found their near-duplicate clusters themselves."""
     calls = []
-    real = snapshot_split.near_duplicate_pairs
+    real = snapshot_split.near_duplicate_clusters
 
     def spy(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(snapshot_split, "near_duplicate_pairs", spy)
+    monkeypatch.setattr(snapshot_split, "near_duplicate_clusters", spy)
     return calls
 
 
