@@ -128,12 +128,31 @@ def _projected_facts(plain: pa.Table, kind: str, dims: list[str]) -> tuple[pa.Ar
     return pa.array(at), distinct
 
 
+def _json_strings(texts: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Each JSON text decoded (absent: ""): a string without escapes is its text between the quotes, taken in Arrow;
+    the rest go through json.loads (at a million queries, json.loads of each was 0.6 s of the freeze)."""
+    import numpy as np
+
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    plain = pc.fill_null(pc.and_(pc.starts_with(texts, '"'), pc.invert(pc.match_substring(texts, "\\"))), False)
+    out = pc.if_else(plain, pc.utf8_slice_codeunits(texts, 1, -1), pa.nulls(len(texts), pa.string()))
+    rest = np.flatnonzero(~plain.to_numpy(zero_copy_only=False))
+    if len(rest):
+        mask = np.zeros(len(texts), dtype=bool)
+        mask[rest] = True
+        values = texts.take(pa.array(rest, pa.int64())).to_pylist()
+        decoded = json.loads("[" + ",".join("null" if v is None else v for v in values) + "]")  # one parser call
+        out = pc.replace_with_mask(out, pa.array(mask), pa.array(["" if v is None else d
+                                                                   for v, d in zip(values, decoded)], pa.string()))
+    return out
+
+
 def plain_table(plain: pa.Table, kind: str, dims: list[str], spec_ref: str, inputs: bool = True) -> pa.Table:
     """EXAMPLES rows of the plain records (`Store.plain_usable` columns with `paths_for(kind, dims)`); without
     `inputs` (no curation.group_by to read them) their inputs column is left empty."""
     n = plain.num_rows
     outputs = pc.fill_null(plain.column("output"), "null").to_pylist()  # canonical_json(None) for no output
-    queries = ["" if q is None else json.loads(q) for q in plain.column("q").to_pylist()]  # input.get("query", "")
+    queries = _json_strings(plain.column("q"))  # input.get("query", "")
     facts: list[tuple] = [None] * n
     columns = None  # labels, cell, class labels, lang
     if projected(kind, dims) and n:

@@ -71,6 +71,18 @@ def near_joins(built: Built, rows: list[int] | None, queries: list, threshold: f
     return cluster_joins(near_duplicate_clusters(queries, threshold))
 
 
+def _repeats(values: pa.ChunkedArray) -> bool:
+    """Whether a value occurs twice; compared with its neighbour where the column is sorted (the SFT examples are
+    in record id order: counting distinct ids took 0.4 s at 439,521 rows)."""
+    a = values.combine_chunks()
+    if len(a) < 2:
+        return False
+    head, tail = a.slice(0, len(a) - 1), a.slice(1)
+    if pc.all(pc.less_equal(head, tail)).as_py():
+        return bool(pc.any(pc.equal(head, tail)).as_py())
+    return pc.count_distinct(a).as_py() < len(a)
+
+
 def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
     spec = rs.spec
     cur = spec.curation
@@ -111,7 +123,7 @@ def split_and_balance(built: Built, rs: ResolvedSpec) -> Split:
                     links.append((first[value], keys[i]))
                 else:
                     first[value] = keys[i]
-    if pc.count_distinct(t.column("record_id")).as_py() < t.num_rows:  # rows built from one record: one group
+    if _repeats(t.column("record_id")):  # rows built from one record: one group
         record_ids = t.column("record_id").to_pylist()
         by_record: dict[str, str] = {}
         for i in rows:

@@ -212,3 +212,24 @@ def test_a_split_written_with_its_prompts_in_chunks_is_the_bytes_of_one_chunk(tm
     for name, column in (("one", one), ("parts", parts)):
         write_parquet(pa.table({"id": pa.array(range(5000)), "prompt": column}), tmp_path / f"{name}.parquet")
     assert (tmp_path / "one.parquet").read_bytes() == (tmp_path / "parts.parquet").read_bytes()
+
+
+def test_queries_read_from_their_json_text_are_what_json_loads_gives(tmp_path):
+    """A plain record's query comes from the JSON text DuckDB gives for input.query: one without escapes is cut out
+    in Arrow, the rest decoded; both as json.loads decodes the text (absent: ""), over classes of what a query holds."""
+    from mashbill.curation.snapshots.snapshot_columns import _json_strings
+
+    queries = ["plain", "", "Grüße aus Köln", "東京 🚀", 'say "hi"', "back\\slash", "tab\there\nline", "\u2028sep",
+               "ends with \\", '"', "null", "\x00nul"]
+    store = Store.open(tmp_path / "s")
+    try:
+        texts = [r[0] for r in store.con.execute(
+            "SELECT json_extract(j, '$.query')::VARCHAR FROM (SELECT unnest(?::JSON[]) AS j)",
+            [[json.dumps({"query": q}, ensure_ascii=a) for q in queries for a in (True, False)]
+             + ['{"query": null}', "{}"]]).fetchall()]
+    finally:
+        store.close()
+    assert any(t and "\\" not in t for t in texts) and any(t and "\\" in t for t in texts)  # both ways are taken
+    chunked = pa.chunked_array([pa.array(texts[:7], pa.string()), pa.array(texts[7:], pa.string())])
+    assert _json_strings(chunked).to_pylist() == ["" if t is None else json.loads(t) for t in texts]
+    assert _json_strings(chunked).to_pylist()[-2:] == [None, ""]

@@ -34,3 +34,18 @@ def test_assign_splits_gives_rows_their_sides_and_groups():
     assert res.sides == [res.assignment[k] for k in keys]
     assert res.roots == [res.groups[k] for k in keys] and res.groups["d"] == "c"
     assert res.stats["multi_record_groups"] == 2  # b twice, and c with d
+
+
+def test_repeated_record_ids_are_found_sorted_or_not():
+    import pyarrow as pa
+
+    from mashbill.curation.snapshots.snapshot_split import _repeats
+
+    rng = random.Random(3)
+    for trial in range(200):
+        ids = [f"r{rng.randint(0, 12)}" for _ in range(rng.randint(0, 8))]
+        if rng.random() < 0.5:
+            ids.sort()
+        chunks = [ids[:len(ids) // 2], ids[len(ids) // 2:]]
+        assert _repeats(pa.chunked_array([pa.array(c, pa.string()) for c in chunks], pa.string())) \
+            == (len(set(ids)) < len(ids)), (trial, ids)
