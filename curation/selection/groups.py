@@ -43,8 +43,8 @@ def normalized_classes(texts: Sequence[str | None]):
     """A class number per text (numpy int64), equal exactly when `normalized` gives equal texts: for the check of
     which texts are identical once normalised. Only the texts whose letters and digits another text shares are
     normalised: a text whose letters and digits no other has cannot equal another after normalisation (issue 29:
-    4 of the 1M freeze's 27 s normalised every query). (Their letters found with Arrow's regular expressions took
-    six times as long as here.)"""
+    4 of the 1M freeze's 27 s normalised every query; finding the letters with Arrow's regular expressions instead
+    took six times as long)."""
     import numpy as np
 
     letters = [_letters_and_digits(t or "") for t in texts]

@@ -33,9 +33,10 @@ class Split:
 
 
 def leakage(keys: list[str], sides, roots, queries: list) -> dict:
-    """`validators.data.leakage.across_splits` over the split's rows as columns (Arrow group-bys): groups that straddle
-    splits, and queries identical after normalisation found on more than one side (a key's last row's query, as
-    the check's key -> text dicts hold). `sides` and `roots`: each row's split and group, as names or numbers."""
+    """`validators.data.leakage.across_splits` over the split's rows as columns (numpy, sorted by group): groups that
+    straddle splits, and queries identical after normalisation found on more than one side (a key's last row's
+    query, as the check's key -> text dicts hold). `sides` and `roots`: each row's split and group, as names or
+    numbers."""
     import numpy as np
 
     def straddling(by, side) -> int:  # groups of `by` whose rows are not all on one side
