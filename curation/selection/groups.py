@@ -90,20 +90,15 @@ def near_duplicate_pairs(keys: Sequence[str], texts: Sequence[str], threshold: f
 
 
 def cluster_links(keys: Sequence[str], clusters: Sequence) -> list[tuple[str, str]]:
-    """(the first key of its cluster, key) for every key after the first of a cluster: links that join each cluster."""
-    first: dict = {}
-    pairs = []
-    for key, c in zip(keys, clusters):
-        if c in first:
-            pairs.append((first[c], key))
-        else:
-            first[c] = key
-    return pairs
+    """(the first key of its cluster, key) for every key after the first of a cluster: links that join each cluster
+    (`cluster_joins` as keys)."""
+    first, row = cluster_joins(clusters)
+    return [(keys[a], keys[b]) for a, b in zip(first.tolist(), row.tolist())]
 
 
 def cluster_joins(clusters):
-    """What `cluster_links` gives, as row numbers: two numpy arrays (the first row of its cluster, row) for every row
-    after the first of a cluster."""
+    """Two numpy arrays (the first row of its cluster, row) for every row after the first of a cluster, in row
+    order: row numbers that join each cluster."""
     import numpy as np
 
     c = np.asarray(clusters)

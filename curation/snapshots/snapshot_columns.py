@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from mashbill.curation.selection.labels import cell_name, class_list, classification_label, labels_of
 from mashbill.curation.snapshots.snapshot_format import MESSAGE
+from mashbill.factory.store import loads_many
 from mashbill.hashing import canonical_json
 
 EXAMPLES = pa.schema([
@@ -130,7 +131,7 @@ def _projected_facts(plain: pa.Table, kind: str, dims: list[str]) -> tuple[pa.Ar
 
 def _json_strings(texts: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Each JSON text decoded (absent: ""): a string without escapes is its text between the quotes, taken in Arrow;
-    the rest go through json.loads (at a million queries, json.loads of each was 0.6 s of the freeze)."""
+    the rest are decoded together (at a million queries, json.loads of each was 0.6 s of the freeze)."""
     import numpy as np
 
     texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
@@ -141,7 +142,7 @@ def _json_strings(texts: pa.ChunkedArray | pa.Array) -> pa.Array:
         mask = np.zeros(len(texts), dtype=bool)
         mask[rest] = True
         values = texts.take(pa.array(rest, pa.int64())).to_pylist()
-        decoded = json.loads("[" + ",".join("null" if v is None else v for v in values) + "]")  # one parser call
+        decoded = loads_many(values)  # one parser call
         out = pc.replace_with_mask(out, pa.array(mask), pa.array(["" if v is None else d
                                                                    for v, d in zip(values, decoded)], pa.string()))
     return out

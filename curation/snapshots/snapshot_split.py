@@ -35,13 +35,11 @@ class Split:
 def leakage(keys: list[str], sides, roots, queries: list) -> dict:
     """`validators.data.leakage.across_splits` over the split's rows as columns (numpy, sorted by group): groups that
     straddle splits, and queries identical after normalisation found on more than one side (a key's last row's
-    query, as the check's key -> text dicts hold). `sides` and `roots`: each row's split and group, as names or
-    numbers."""
+    query, as the check's key -> text dicts hold). `sides` and `roots`: each row's split and group as numbers (numpy
+    arrays: `SplitResult.side_index`, `.root_index`)."""
     import numpy as np
 
     def straddling(by, side) -> int:  # groups of `by` whose rows are not all on one side
-        by, side = (pa.array(x).dictionary_encode().indices.to_numpy(zero_copy_only=False)
-                    if not isinstance(x, np.ndarray) else x for x in (by, side))
         if not len(by):
             return 0
         order = np.lexsort((side, by))
@@ -50,11 +48,10 @@ def leakage(keys: list[str], sides, roots, queries: list) -> dict:
         return int((np.minimum.reduceat(side, starts) != np.maximum.reduceat(side, starts)).sum())
 
     last = list({k: i for i, k in enumerate(keys)}.values())
-    asked = [i for i in last if queries[i]]
-    asked_sides = sides[asked] if isinstance(sides, np.ndarray) else [sides[i] for i in asked]
+    asked = np.array([i for i in last if queries[i]], dtype=np.int64)
     return {"groups_across_splits": straddling(roots, sides),
-            "identical_queries_across_splits": straddling(normalized_classes([queries[i] for i in asked]),
-                                                          asked_sides)}
+            "identical_queries_across_splits": straddling(normalized_classes([queries[i] for i in asked.tolist()]),
+                                                          sides[asked])}
 
 
 def near_joins(built: Built, rows: list[int] | None, queries: list, threshold: float):

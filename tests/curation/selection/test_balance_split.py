@@ -155,7 +155,7 @@ def test_split_grouping_and_the_cross_split_check_agree_on_what_the_same_query_i
 
 def test_joins_by_row_number_split_as_links_by_key_do():
     """A caller holding its groups as row numbers (`cluster_joins`, an Arrow key column) gets the split that the
-    same groups as key pairs (`cluster_links`) give: the same side and group for every row, repeated keys included."""
+    same groups as key pairs give: the same side and group for every row, repeated keys included."""
     import random
 
     import pyarrow as pa
@@ -169,7 +169,15 @@ def test_joins_by_row_number_split_as_links_by_key_do():
         clusters = [rng.randint(0, max(1, n // 3)) for _ in range(n)]
         cells = [rng.choice("ab") for _ in range(n)]
         extra = [(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 3))]
-        by_key = assign_splits(keys, cells, extra + cluster_links(keys, clusters), RATIOS)
+        first: dict = {}
+        links = []
+        for k, c in zip(keys, clusters):  # each key after the first of its cluster, linked to that first one
+            if c in first:
+                links.append((first[c], k))
+            else:
+                first[c] = k
+        assert cluster_links(keys, clusters) == links, trial
+        by_key = assign_splits(keys, cells, extra + links, RATIOS)
         by_row = assign_splits(pa.array(keys), cells, extra, RATIOS, cluster_joins(clusters))
         assert by_row.sides == by_key.sides and by_row.roots == by_key.roots, trial
         assert by_row.assignment == by_key.assignment and by_row.stats == by_key.stats, trial

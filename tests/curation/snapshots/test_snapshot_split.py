@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from mashbill.curation.selection.groups import normalized
 from mashbill.curation.selection.split import SPLITS, assign_splits
 from mashbill.curation.snapshots.snapshot_split import leakage
@@ -25,7 +27,9 @@ def test_leakage_counts_what_across_splits_counts():
         roots = [group_of[k] for k in keys]  # rows of one key share its group and side, as in a split
         sides = [side_of[k] for k in keys]
         want = across_splits(side_of, dict(zip(keys, queries)), group_of, dict(zip(keys, normalized(queries))))
-        assert leakage(keys, sides, roots, queries) == want, trial
+        side_numbers = np.array([SPLITS.index(s) for s in sides], dtype=np.int8)
+        root_numbers = np.array([sorted(set(roots)).index(g) for g in roots], dtype=np.int64)
+        assert leakage(keys, side_numbers, root_numbers, queries) == want, trial
 
 
 def test_assign_splits_gives_rows_their_sides_and_groups():
