@@ -54,31 +54,6 @@ class SplitResult:
         return self.keys.to_pylist() if hasattr(self.keys, "to_pylist") else self.keys
 
 
-def connected(n: int, a, b):
-    """Connected components of an undirected graph on nodes 0..n-1 with edges (a[i], b[i]) (numpy integer arrays):
-    each node's label is the smallest node of its component. Min-label hooking with pointer jumping, in numpy (no
-    scipy: it is not a core dependency); a few passes for the small components splits and duplicates make."""
-    import numpy as np
-
-    label = np.arange(n, dtype=np.int64)
-    if not len(a):
-        return label
-    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-    while True:
-        low = np.minimum(label[a], label[b])
-        new = label.copy()
-        np.minimum.at(new, a, low)
-        np.minimum.at(new, b, low)
-        while True:  # every label is a node of the same component no larger than the node: jump to its label
-            jumped = new[new]
-            if np.array_equal(jumped, new):
-                break
-            new = jumped
-        if np.array_equal(new, label):
-            return label
-        label = new
-
-
 def _components(keys: Sequence[str], links: Iterable[tuple[str, str]], joins=None):
     """(distinct keys as an Arrow array, each row's distinct-key index, each row's root index, each distinct key's
     rank in key order): connected components of the links (pairs of keys) and `joins` (pairs of row positions: two
@@ -87,6 +62,8 @@ def _components(keys: Sequence[str], links: Iterable[tuple[str, str]], joins=Non
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from mashbill.validators.data.dedup import connected
 
     enc = (keys if isinstance(keys, pa.Array) else pa.array(keys, pa.string())).dictionary_encode()
     uniq = enc.dictionary

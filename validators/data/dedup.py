@@ -127,8 +127,15 @@ def candidate_pairs(sig: np.ndarray, bands: int) -> np.ndarray:
         return np.empty((0, 2), dtype=np.int64)
     allp = np.concatenate(pairs)
     allp = allp[allp[:, 0] != allp[:, 1]]
-    code = np.unique(allp[:, 0] * np.int64(n) + allp[:, 1])
+    code = sorted_distinct(allp[:, 0] * np.int64(n) + allp[:, 1])
     return np.stack([code // n, code % n], axis=1)
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique's values, by a sort and a neighbour compare: numpy 2.3+ finds them with a hash table first, 13 s for
+    the 11.7M pair codes of a 440,000-query store against 0.8 s this way (bench/RESULTS.md)."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if values.size else values
 
 
 def estimate(sig: np.ndarray, pairs: np.ndarray, chunk: int = 20_000) -> np.ndarray:
@@ -207,58 +214,151 @@ class _ShingleSets:
             self.cache.pop(b, None)
 
 
+class _PackedShingles:
+    """The distinct shingles of many texts at once, each packed exactly into one uint64: its characters as their ranks
+    in the texts' alphabet (`bits` a character) in the low bits, the text's row above them; sorted, so each text is
+    one sorted run. Texts with a character outside the alphabet (the most frequent 2^bits - 1 characters, as many as
+    the row numbers leave room for) are not packed (`packed` is False for them). Built in numpy for all texts in one
+    pass: the per-pair sets of `_ShingleSets` cost a numpy call or two per text and pair (issue 29)."""
+
+    _CHUNK = 4_000_000  # code points a build step, shingles a comparison step (a few 8-byte arrays of this size)
+
+    def __init__(self, norm_texts: list[str], rows: np.ndarray, shingle: int):
+        self.rows, self.shingle = rows, shingle
+        docs = [t if len(t) >= shingle else t.ljust(shingle) for t in (norm_texts[i] for i in rows.tolist())]
+        lens = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
+        codes = np.frombuffer("".join(docs).encode("utf-32-le"), dtype=np.uint32)
+        row_bits = max(16, (len(docs) - 1).bit_length())  # >= 16: a comparison step tags up to 65,535 pairs
+        seen = np.zeros(0x110000, dtype=bool)
+        seen[codes] = True
+        present = np.flatnonzero(seen)
+        bits = min((64 - row_bits) // shingle, present.size.bit_length())  # ranks 1..len(present)
+        self.key_bits = bits * shingle
+        rank = np.zeros(seen.size, dtype=np.uint64)
+        ends = np.cumsum(lens)
+        if present.size <= (1 << bits) - 1:
+            rank[present] = np.arange(1, present.size + 1, dtype=np.uint64)
+            self.packed = np.ones(len(docs), dtype=bool)
+        else:  # the most frequent characters, ranked in code point order; texts with any other are not packed
+            counts = np.bincount(codes, minlength=1)
+            present = np.sort(present[np.argsort(-counts[present], kind="stable")[:(1 << bits) - 1]])
+            rank[present] = np.arange(1, present.size + 1, dtype=np.uint64)
+            self.packed = np.add.reduceat((rank[codes] == 0).astype(np.int64), ends - lens) == 0
+        sizes = np.zeros(len(docs), dtype=np.int64)
+        parts: list[np.ndarray] = []
+        first = 0
+        while first < len(docs):  # a step of whole texts, about _CHUNK code points
+            last = max(first + 1, int(np.searchsorted(ends, ends[first] - lens[first] + self._CHUNK, side="right")))
+            step = np.flatnonzero(self.packed[first:last]) + first
+            if step.size:
+                lo, hi = ends[first] - lens[first], ends[last - 1]
+                parts.append(self._packed_step(rank[codes[lo:hi]], ends[step] - lens[step] - lo, lens[step], step,
+                                               bits, sizes))
+            first = last
+        self.keys = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        self.sizes = sizes
+        self.starts = np.concatenate(([0], np.cumsum(sizes)))
+
+    def _packed_step(self, ranks, starts, lens, rows, bits, sizes) -> np.ndarray:
+        """The sorted, distinct packed shingles of some texts (all packable; `ranks`: the ranks of a stretch of text
+        holding them, `starts`: where each begins in it); their counts go to `sizes`."""
+        shingle, shift = self.shingle, np.uint64(bits)
+        windows = ranks.size - shingle + 1
+        key = ranks[:windows].copy()  # every window of the stretch; those across two texts are not taken
+        for j in range(1, shingle):
+            key <<= shift
+            key |= ranks[j:j + windows]
+        counts = lens - shingle + 1
+        first = np.cumsum(counts) - counts
+        key = key[np.repeat(starts - first, counts) + np.arange(counts.sum())]
+        key |= np.repeat(rows.astype(np.uint64) << np.uint64(self.key_bits), counts)
+        key.sort(kind="stable")  # rows come in order: runs the merge sort finds (4x a quicksort's speed here)
+        distinct = np.concatenate(([True], key[1:] != key[:-1]))
+        sizes[rows] = np.add.reduceat(distinct, first, dtype=np.int64)
+        return key[distinct]
+
+    def _run(self, local: np.ndarray, tag_shift: np.uint64) -> np.ndarray:
+        """The packed shingles of these rows end to end, each under its position in `local` instead of its row."""
+        n = self.sizes[local]
+        out = np.repeat(np.arange(local.size, dtype=np.uint64) << tag_shift, n)
+        at = np.repeat(self.starts[local] - (np.cumsum(n) - n), n) + np.arange(out.size)
+        out |= self.keys[at] & np.uint64((1 << self.key_bits) - 1)
+        return out
+
+    def intersections(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """|shingles(a) & shingles(b)| of each pair of local rows (both packed): the two rows' runs, each pair under its
+        own tag, merged by one sort; a shingle in both is two equal neighbours."""
+        shift = np.uint64(self.key_bits)
+        out = np.empty(a.size, dtype=np.int64)
+        per_pair = np.cumsum(self.sizes[a] + self.sizes[b])
+        most = (1 << (64 - self.key_bits)) - 1
+        first = 0
+        while first < a.size:
+            done = per_pair[first - 1] if first else 0
+            last = min(first + most, max(first + 1, int(np.searchsorted(per_pair, done + self._CHUNK, side="right"))))
+            both = np.concatenate((self._run(a[first:last], shift), self._run(b[first:last], shift)))
+            both.sort(kind="stable")  # two sorted runs: a merge
+            twice = both[1:][both[1:] == both[:-1]]
+            out[first:last] = np.bincount((twice >> shift).astype(np.int64), minlength=last - first)
+            first = last
+        return out
+
+
 def jaccard(norm_texts: list[str], pairs: np.ndarray, shingle: int = SHINGLE) -> np.ndarray:
-    """Exact Jaccard similarity of the shingle sets of each pair (the confirmation of an LSH candidate)."""
-    listed = pairs.tolist()
-    sets = _ShingleSets(norm_texts, listed, shingle)
-    out = np.empty(len(listed), dtype=np.float64)
-    for k, (a, b) in enumerate(listed):
-        out[k] = sets.similarity(a, b)
-        sets.done(k, a, b)
+    """Exact Jaccard similarity of the shingle sets of each pair (the confirmation of an LSH candidate): all pairs at
+    once on packed shingles (`_PackedShingles`), a pair with a text they cannot pack on its sets (`_ShingleSets`)."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return np.empty(0, dtype=np.float64)
+    rows = sorted_distinct(pairs.ravel())
+    return _similarities(norm_texts, _PackedShingles(norm_texts, rows, shingle), rows, pairs[:, 0], pairs[:, 1])
+
+
+def _similarities(norm_texts: list[str], packed: _PackedShingles, rows: np.ndarray, a: np.ndarray,
+                  b: np.ndarray) -> np.ndarray:
+    """`jaccard` of the pairs (a[i], b[i]) with their texts' shingles packed (`rows`: the texts `packed` holds, sorted).
+    Pairs with a text outside the alphabet go to `jaccard` again (their own alphabet may pack them) unless every pair
+    did, and then to `_ShingleSets`."""
+    la, lb = np.searchsorted(rows, a), np.searchsorted(rows, b)
+    out = np.empty(a.size, dtype=np.float64)
+    fast = packed.packed[la] & packed.packed[lb]
+    if fast.any():
+        fa, fb = la[fast], lb[fast]
+        inter = packed.intersections(fa, fb)
+        out[fast] = inter / (packed.sizes[fa] + packed.sizes[fb] - inter)
+    slow = np.flatnonzero(~fast)
+    if slow.size and fast.any():
+        out[slow] = jaccard(norm_texts, np.stack([a[slow], b[slow]], axis=1), packed.shingle)
+    elif slow.size:
+        listed = np.stack([a, b], axis=1).tolist()
+        sets = _ShingleSets(norm_texts, listed, packed.shingle)
+        for k, (i, j) in enumerate(listed):
+            out[k] = sets.similarity(i, j)
+            sets.done(k, i, j)
     return out
 
 
-def _packed_rows(texts: list[str], shingle: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Every shingle of each text packed as `_shingle_keys` packs it (12 bits a code point, a short text padded with
-    spaces), for all texts at once: (keys, the row each key belongs to); None when a character is U+1000 or above."""
-    codes, row, pos = _concatenated(texts, shingle)
-    if shingle * 12 > 64 or (codes.size and codes.max() >= _SMALL):
-        return None
-    codes = codes.astype(np.uint64)
-    n_pos = codes.size - shingle + 1
-    key = np.zeros(n_pos, dtype=np.uint64)
-    for j in range(shingle):
-        key = (key << np.uint64(12)) | codes[j:j + n_pos]
-    return key[pos], row
-
-
-def keeper_jaccards(norm_texts: list[str], clusters: list[list[int]], shingle: int = SHINGLE) -> np.ndarray:
-    """The exact Jaccard of each cluster member's shingle set with its keeper's (the cluster's smallest index), for
-    the members in cluster order, keepers left out: `jaccard` of those pairs, a cluster at a time in numpy (the
-    keeper's set is built once, and the members' sets in one pass), with `jaccard` itself where a text holds a
-    character the packed keys cannot."""
-    out: list[np.ndarray] = []
-    for members in clusters:
-        keeper = min(members)
-        others = [m for m in members if m != keeper]
-        packed = _packed_rows([norm_texts[keeper]] + [norm_texts[m] for m in others], shingle)
-        if packed is None:
-            out.append(jaccard(norm_texts, np.array([(keeper, m) for m in others], dtype=np.int64).reshape(-1, 2),
-                               shingle))
-            continue
-        keys, row = packed
-        dense, inv = np.unique(keys, return_inverse=True)
-        code = row * np.int64(len(dense)) + inv  # (row, shingle id); sorted and distinct: each row's shingle set
-        code.sort()
-        code = code[np.concatenate(([True], code[1:] != code[:-1]))]
-        row_of, shingle_of = code // len(dense), code % len(dense)
-        size = np.bincount(row_of, minlength=len(others) + 1)
-        in_keeper = np.zeros(len(dense), dtype=bool)
-        in_keeper[shingle_of[row_of == 0]] = True
-        inter = np.bincount(row_of, weights=in_keeper[shingle_of], minlength=len(others) + 1)
-        inter = inter.astype(np.int64)
-        out.append(inter[1:] / (size[0] + size[1:] - inter[1:]))
-    return np.concatenate(out) if out else np.empty(0, dtype=np.float64)
+def connected(n: int, a, b):
+    """Connected components of an undirected graph on nodes 0..n-1 with edges (a[i], b[i]) (numpy integer arrays):
+    each node's label is the smallest node of its component. Min-label hooking with pointer jumping, in numpy (no
+    scipy: it is not a core dependency); a few passes for the small components splits and duplicates make."""
+    label = np.arange(n, dtype=np.int64)
+    if not len(a):
+        return label
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:  # every label is a node of the same component no larger than the node: jump to its label
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
 
 
 def _candidates(norm_texts: list[str], threshold: float, shingle: int, num_perm: int, bands: int, keep,
@@ -301,30 +401,57 @@ def near_pairs(norm_texts: list[str], threshold: float, *, shingle: int = SHINGL
 def near_components(norm_texts: list[str], threshold: float, *, shingle: int = SHINGLE, num_perm: int = NUM_PERM,
                     bands: int = BANDS, margin: float = MARGIN) -> np.ndarray:
     """A component per text (the smallest text index in it): the connected components of `near_pairs`' pairs.
-    Only what can change a component is checked exactly: candidates are taken by falling estimate and a pair
-    whose texts are already joined is skipped (a cluster of k templated queries proposes up to k^2/2 candidates
-    and needs k - 1 of them; a 100K-record replay store's freeze checked 567,197 pairs exactly, issue 29)."""
+    Only what can change a component is checked exactly, in rounds over all candidates at once: each round every
+    component with a candidate towards a smaller component has its best (highest estimate) one checked, the pairs
+    that hold join their components, and candidates within one component are dropped; when few are left, all are
+    checked. A cluster of k templated queries proposes up to k^2/2 candidates and needs k - 1 of them (a 100K-record
+    replay store's freeze checked 567,197 pairs exactly, issue 29). The components do not depend on the order pairs
+    are checked in: a pair is skipped only when its texts are already joined."""
+    return _near_components(norm_texts, threshold, shingle, num_perm, bands, margin)[0]
+
+
+def _near_components(norm_texts: list[str], threshold: float, shingle: int, num_perm: int, bands: int,
+                     margin: float) -> tuple[np.ndarray, _PackedShingles | None, np.ndarray]:
+    """`near_components`, with the shingles it packed and the texts they are of (for the keepers' Jaccards)."""
     n = len(norm_texts)
-    parent = list(range(n))
-    if n >= 2:
-        pairs, est = _candidates(norm_texts, threshold, shingle, num_perm, bands, None, margin)
-        listed = pairs[np.argsort(-est, kind="stable")].tolist()
-        sets = _ShingleSets(norm_texts, listed, shingle)
+    label = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return label, None, label[:0]
+    pairs, est = _candidates(norm_texts, threshold, shingle, num_perm, bands, None, margin)
+    pairs = pairs[np.argsort(-est, kind="stable")]
+    rows = sorted_distinct(pairs.ravel())
+    packed = _PackedShingles(norm_texts, rows, shingle) if len(pairs) else None
+    a, b = pairs[:, 0], pairs[:, 1]
+    rounds = 0
+    while a.size:
+        la, lb = label[a], label[b]
+        apart = la != lb
+        a, b, la, lb = a[apart], b[apart], la[apart], lb[apart]
+        if not a.size:
+            break
+        pick = _leading(np.maximum(la, lb), 1 << min(rounds, 30))
+        if a.size <= 2 * pick.size:
+            pick = np.arange(a.size)
+        rounds += 1
+        holds = _similarities(norm_texts, packed, rows, a[pick], b[pick]) >= threshold
+        label = connected(n, la[pick][holds], lb[pick][holds])[label]
+        rest = np.ones(a.size, dtype=bool)
+        rest[pick] = False
+        a, b = a[rest], b[rest]
+    return label, packed, rows
 
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
 
-        for k, (a, b) in enumerate(listed):
-            ra, rb = find(a), find(b)
-            if ra != rb and sets.similarity(a, b) >= threshold:
-                parent[max(ra, rb)] = min(ra, rb)
-            sets.done(k, a, b)
-        for i in range(n):
-            parent[i] = find(i)
-    return np.array(parent, dtype=np.int64)
+def _leading(group: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the first k entries of each group value (positions in order)."""
+    if k == 1:
+        first = np.full(int(group.max()) + 1, group.size, dtype=np.int64)
+        np.minimum.at(first, group, np.arange(group.size))
+        return np.sort(first[first < group.size])
+    order = np.argsort(group, kind="stable")
+    sorted_group = group[order]
+    starts = np.concatenate(([True], sorted_group[1:] != sorted_group[:-1]))
+    rank = np.arange(group.size) - np.maximum.accumulate(np.where(starts, np.arange(group.size), 0))
+    return np.sort(order[rank < k])
 
 
 def groups_profile(threshold: float, *, shingle: int = SHINGLE, num_perm: int = NUM_PERM, bands: int = BANDS,
@@ -375,8 +502,8 @@ def dedup(keys: list[str], texts: list[str], cfg) -> DedupResult:
         return res
     kept_norms = [norms[i] for i in kept]
     # the clusters are the components of the near pairs (near_components checks only the pairs that can join two)
-    labels = near_components(kept_norms, cfg.threshold, shingle=cfg.shingle, num_perm=cfg.num_perm,
-                             bands=cfg.bands).tolist()
+    labels, packed, rows = _near_components(kept_norms, cfg.threshold, cfg.shingle, cfg.num_perm, cfg.bands, MARGIN)
+    labels = labels.tolist()
     # a component's label is its smallest member, the cluster's keeper; an exact duplicate joins its original's
     keeper_of = {kept[local]: keys[kept[lab]] for local, lab in enumerate(labels)}
     res.groups = {k: keeper_of[exact_of.get(i, i)] for i, k in enumerate(keys)}
@@ -385,7 +512,10 @@ def dedup(keys: list[str], texts: list[str], cfg) -> DedupResult:
         clusters.setdefault(lab, []).append(local)
     clusters = {lab: members for lab, members in clusters.items() if len(members) >= 2}
     # each member reports its own Jaccard with the cluster's keeper (its first text), linked directly or not
-    sims = iter(keeper_jaccards(kept_norms, list(clusters.values()), cfg.shingle).tolist())
+    keeper_pairs = np.array([(lab, m) for lab, members in clusters.items() for m in members if m != lab],
+                            dtype=np.int64).reshape(-1, 2)
+    sims = iter(_similarities(kept_norms, packed, rows, keeper_pairs[:, 0], keeper_pairs[:, 1]).tolist()
+                if len(keeper_pairs) else [])
     for members in clusters.values():
         res.near_clusters += 1
         res.largest_cluster = max(res.largest_cluster, len(members))

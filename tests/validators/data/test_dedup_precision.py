@@ -90,37 +90,59 @@ def test_split_groups_and_leakage_get_the_same_answer(ruleset):
     assert {"t6", "t7", "t8"} <= by_jaccard
 
 
+def _corpus(rng, n_wide: int = 0) -> list[str]:
+    """Classes of text the packed shingles must get right: templated near duplicates, short texts (padded), repeated
+    shingles, umlauts and other scripts, astral characters, texts sharing nothing, the fooling pairs, and (n_wide)
+    texts over an alphabet wider than the packed keys hold (600 CJK characters), near duplicates among them too."""
+    texts = [t for pair in DISTINCT + NEAR for t in pair]
+    texts += ["what is 17 % of 2840", "what is 18 % of 2840", "ab", "abc", "a", "aaaaaaaaaaaa", "aaaaaaab",
+              "wie spät ist es in tokio", "wie spät ist es in köln", "größe straße maß", "grösse strasse mass",
+              "東京は今何時ですか", "東京は今何時ですか 教えて", "ǅ ϗ ѯ ࿿ pack", "ǅ ϗ ѯ က pack", "𝔘𝔫𝔦 𝕔𝕠𝕕𝕖 🙂🙂 x",
+              "𝔘𝔫𝔦 𝕔𝕠𝕕𝕖 🙂🙂 y"]
+    texts += [f"please convert {rng.randint(1, 99)} {unit} to {other} for the road trip we take tomorrow morning"
+              for unit, other in [("miles", "km"), ("pounds", "kg")] for _ in range(15)]
+    texts += ["".join(rng.choice("abcdefgh ") for _ in range(rng.randint(1, 30))) for _ in range(30)]
+    wide = [chr(0x4E00 + i) for i in range(600)]
+    for _ in range(n_wide):
+        base = "".join(rng.choice(wide) for _ in range(rng.randint(3, 12)))
+        texts += [base, base + rng.choice(wide), base + " " + str(rng.randint(0, 9))]
+    return [normalize(t) for t in texts]
+
+
 def test_packed_shingles_give_the_jaccard_of_the_string_sets():
-    """jaccard packs a text's shingles into uint64 where every character is below U+1000 and keeps string sets
-    otherwise; pairs of either kind, mixed, short or sharing no shingle get exactly the string sets' Jaccard."""
-    import numpy as np
+    """jaccard packs each text's shingles into one uint64 each (characters as ranks in the texts' alphabet) and
+    compares all pairs at once; texts with characters outside the alphabet it can pack (the most frequent 2^bits - 1)
+    go through their own alphabet or string sets. Every pair, of any mix, gets exactly the string sets' Jaccard."""
+    import random
 
-    from mashbill.validators.data.dedup import jaccard, normalize
+    from mashbill.validators.data.dedup import _PackedShingles, jaccard
 
-    texts = ["what is 17 % of 2840", "what is 18 % of 2840", "wie spät ist es in tokio", "wie spät ist es in köln",
-             "東京は今何時ですか", "東京は今何時ですか 教えて", "ab", "abc", "größe straße maß", "grösse strasse mass",
-             "ǅ ϗ ѯ ࿿ pack", "ǅ ϗ ѯ က pack"]  # U+0FFF packs, U+1000 does not
-    norms = [normalize(t) for t in texts]
-    pairs = np.array([(i, j) for i in range(len(norms)) for j in range(i + 1, len(norms))], dtype=np.int64)
-    assert list(jaccard(norms, pairs)) == [_jaccard(norms[a], norms[b]) for a, b in pairs.tolist()]
+    rng = random.Random(3)
+    for n_wide in (0, 200):
+        norms = _corpus(rng, n_wide)
+        pairs = np.array([(rng.randrange(len(norms)), rng.randrange(len(norms))) for _ in range(3000)]
+                         + [(i, i + 1) for i in range(len(norms) - 1)], dtype=np.int64)
+        assert jaccard(norms, pairs).tolist() == [_jaccard(norms[a], norms[b]) for a, b in pairs.tolist()]
+        packed = _PackedShingles(norms, np.arange(len(norms)), 5).packed
+        assert packed.all() == (n_wide == 0)  # the wide alphabet leaves some texts unpacked: both paths taken
+    assert jaccard(norms, np.empty((0, 2), dtype=np.int64)).size == 0
 
 
-def test_keeper_jaccards_are_jaccard_of_each_member_with_its_keeper():
-    """DUP002's detail: each member's Jaccard with its cluster's keeper, a cluster at a time in numpy, equals
-    `jaccard` of those pairs exactly, for short texts (padded), repeated shingles, and a cluster with a character
-    the packed keys cannot hold (that cluster goes through `jaccard` itself)."""
-    import numpy as np
+def test_dup002_names_each_members_jaccard_with_its_keeper(ruleset):
+    """DUP002's detail: each member's own Jaccard with its cluster's keeper (the shingles packed once for the
+    clusters and the keepers), for clusters of packed texts and of texts outside the packed alphabet."""
+    import random
 
-    from mashbill.validators.data.dedup import jaccard, keeper_jaccards, normalize
-
-    texts = ["what is 17 % of 2840", "what is 18 % of 2840", "what is 17 % of 2841 please", "ab", "abc", "a",
-             "aaaaaaaaaaaa", "aaaaaaab", "東京は今何時ですか", "東京は今何時ですか 教えて",
-             "ǅ ϗ ѯ ࿿ pack", "ǅ ϗ ѯ က pack", "größe straße maß", "grösse strasse mass"]
-    norms = [normalize(t) for t in texts]
-    clusters = [[2, 0, 1], [3, 4, 5], [6, 7], [8, 9], [10, 11], [12, 13, 0]]
-    pairs = np.array([(min(c), m) for c in clusters for m in c if m != min(c)], dtype=np.int64)
-    assert keeper_jaccards(norms, clusters).tolist() == jaccard(norms, pairs).tolist()
-    assert keeper_jaccards(norms, []).size == 0
+    rng = random.Random(4)
+    norms = _corpus(rng, 200)
+    keys = [f"k{i:04d}" for i in range(len(norms))]
+    res = dedup(keys, norms, ruleset.checks.dedup)
+    details = [(k, v.detail) for k, vs in res.verdicts.items() for v in vs if v.code == "DUP002"]
+    assert len(details) > 100
+    for key, detail in details:
+        keeper = detail.rsplit("kept ", 1)[1]
+        want = _jaccard(norms[keys.index(key)], norms[keys.index(keeper)])
+        assert f"Jaccard {want:.2f}" in detail, (key, detail)
 
 
 def test_near_components_are_the_components_of_the_near_pairs():
@@ -128,8 +150,7 @@ def test_near_components_are_the_components_of_the_near_pairs():
     every confirmed pair (templated clusters, chains through a middle text, fooling pairs and singletons)."""
     import random
 
-    from mashbill.curation.selection.split import connected
-    from mashbill.validators.data.dedup import near_components
+    from mashbill.validators.data.dedup import connected, near_components
 
     rng = random.Random(5)
     texts = [t for pair in DISTINCT + NEAR for t in pair]
@@ -137,12 +158,12 @@ def test_near_components_are_the_components_of_the_near_pairs():
               for unit, other in [("miles", "km"), ("pounds", "kg"), ("feet", "meters")] for _ in range(40)]
     texts += [f"{w} what is the capital of france today" for w in ("so", "ok", "hey", "um")]
     texts += ["".join(rng.choice("abcdefgh ") for _ in range(30)) for _ in range(60)]
-    norms = list(dict.fromkeys(normalize(t) for t in texts))
-    pairs, _ = near_pairs(norms, 0.8)
-    want = connected(len(norms), pairs[:, 0], pairs[:, 1])
-    got = near_components(norms, 0.8)
-    assert len(pairs) > len(norms) // 2 and len(set(want.tolist())) < len(norms)  # clusters to find
-    assert got.tolist() == want.tolist()  # both label a component by its smallest text
+    for norms in (list(dict.fromkeys(normalize(t) for t in texts)), list(dict.fromkeys(_corpus(rng, 200)))):
+        pairs, _ = near_pairs(norms, 0.8)
+        want = connected(len(norms), pairs[:, 0], pairs[:, 1])
+        got = near_components(norms, 0.8)
+        assert len(pairs) > 100 and len(set(want.tolist())) < len(norms) - 50  # clusters to find
+        assert got.tolist() == want.tolist()  # both label a component by its smallest text
 
 
 def test_dedup_groups_are_the_clusters_a_freeze_finds_and_name_each_keeper(ruleset):
@@ -168,3 +189,19 @@ def test_dedup_groups_are_the_clusters_a_freeze_finds_and_name_each_keeper(rules
     for key, (code, other) in named.items():  # DUP002 names the keeper; DUP001 the original, in the keeper's cluster
         assert res.groups[key] == (other if code == "DUP002" else res.groups[other])
     assert {code for code, _ in named.values()} == {"DUP001", "DUP002"}
+
+
+def test_near_components_do_not_depend_on_which_candidates_a_round_checks(monkeypatch):
+    """Each round checks some candidates (the best of each component, then more); whichever it checks, the rounds
+    end with the components of every confirmed pair: here each round checks one to three candidates at random."""
+    import random
+
+    import mashbill.validators.data.dedup as dedup_module
+
+    rng = random.Random(6)
+    norms = list(dict.fromkeys(_corpus(rng, 20)))
+    pairs, _ = near_pairs(norms, 0.8)
+    want = dedup_module.connected(len(norms), pairs[:, 0], pairs[:, 1])
+    monkeypatch.setattr(dedup_module, "_leading",
+                        lambda group, k: np.sort(rng.sample(range(group.size), min(group.size, rng.randint(1, 3)))))
+    assert dedup_module.near_components(norms, 0.8).tolist() == want.tolist()

@@ -1,4 +1,4 @@
-"""Connected components in numpy (the split's groups, near-duplicate clusters) as the UnionFind gives them."""
+"""Connected components in numpy (near-duplicate clusters, the split's groups) as the UnionFind gives them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from mashbill.curation.selection.split import connected
+from mashbill.validators.data.dedup import connected
 from tests.curation.selection.union_find import UnionFind
 
 
