@@ -471,3 +471,31 @@ def test_records_keep_their_example_key_from_migration_13_and_older_ones_have_no
     new = _rec(2)
     assert kept == {_rec(1).id: None, new.id: example_key("sft", list(new.messages), canonical_json(new.output))}
 
+
+
+def test_loads_many_decodes_each_text_as_json_loads_does(monkeypatch):
+    """Chunks of short values are decoded as one JSON array, chunks of long ones (a prompt) value by value: either
+    way each text comes back as json.loads gives it, None as None, across chunk boundaries."""
+    import json
+    import random
+
+    import mashbill.factory.store as store_module
+
+    rng = random.Random(7)
+    pieces = ['"q"', "1", "-0.5e3", "true", "null", "[]", "{}", '{"a": [1, {"b": "\\u00e9\\n"}]}', '"\\ud83d\\ude00"',
+              '"tab\\tquote\\"back\\\\slash"', '"Köln 東京"']
+    short = [rng.choice(pieces) for _ in range(500)] + [None] * 20
+    long = [json.dumps([{"role": "system", "content": "x" * rng.randint(1500, 3000)},
+                        {"role": "user", "content": rng.choice(pieces)}]) for _ in range(300)] + [None] * 5
+    calls = []
+    real_loads = json.loads
+    monkeypatch.setattr(store_module.json, "loads", lambda t: calls.append(len(t)) or real_loads(t))
+    for texts in (short, long, short + long):
+        rng.shuffle(texts)
+        calls.clear()
+        got = store_module.loads_many(texts, chunk=97)
+        assert got == [None if t is None else real_loads(t) for t in texts]
+        if texts is short:
+            assert len(calls) == -(-len(texts) // 97)  # one parser call a chunk
+        elif texts is long:
+            assert len(calls) == sum(t is not None for t in texts)  # one a value
