@@ -10,8 +10,10 @@ orders of magnitude faster than hashing every shingle once per permutation; the 
 of equal bins. Candidate pairs come from LSH banding (``bands`` bands of ``num_perm / bands`` rows; 16 x 8 by
 default, which finds a pair at Jaccard 0.8 with probability 0.95 and at 0.85 with 0.99); a candidate joins a
 cluster when the exact Jaccard similarity of the two shingle sets reaches the threshold (the estimate alone was
-wrong on half its pairs of short queries; see ``near_pairs``). The first record of a cluster
-(in input order) is kept; the others get ``DUP002`` naming the kept one.
+wrong on half its pairs of short queries; see ``near_pairs``). Exact checks run on many pairs at once, on shingles
+packed into integers (``_PackedShingles``), and clusters are found in rounds that check only candidates that can
+still join two (``near_components``). The first record of a cluster (in input order) is kept; the others get
+``DUP002`` naming the kept one.
 """
 
 from __future__ import annotations
