@@ -406,9 +406,10 @@ def near_components(norm_texts: list[str], threshold: float, *, shingle: int = S
     Only what can change a component is checked exactly, in rounds over all candidates at once: in round r every
     component with candidates towards smaller components has its best 2^r (by estimate) checked (one at a time, a
     component whose best ones fail took 2,756 rounds on 439,521 queries), the pairs that hold join their components,
-    and candidates within one component are dropped; when few are left, all are checked. A cluster of k templated queries proposes up to k^2/2 candidates and needs k - 1 of them (a 100K-record
-    replay store's freeze checked 567,197 pairs exactly, issue 29). The components do not depend on the order pairs
-    are checked in: a pair is skipped only when its texts are already joined."""
+    and candidates within one component are dropped; when few are left, all are checked. A cluster of k templated
+    queries proposes up to k^2/2 candidates and needs k - 1 of them (a 100K-record replay store's freeze checked
+    567,197 pairs exactly, issue 29). The components do not depend on the order pairs are checked in: a pair is
+    skipped only when its texts are already joined."""
     return _near_components(norm_texts, threshold, shingle, num_perm, bands, margin)[0]
 
 
