@@ -81,6 +81,9 @@ def _attempt_table(run_id: str, rows: Sequence[dict], now: datetime) -> pa.Table
     })
 
 
+_JOINED_MAX_CHARS = 1024  # mean characters a value up to which a chunk is decoded as one array
+
+
 def loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
     """json.loads of each text (None stays None), decoded as one JSON array per chunk: one parser call instead
     of one per value, about twice as fast for hundreds of thousands of small values. Long values (a record's ~2 KB
@@ -94,9 +97,6 @@ def loads_many(texts: list[str | None], chunk: int = 20_000) -> list:
         else:
             out += json.loads("[" + ",".join("null" if t is None else t for t in part) + "]")
     return out
-
-
-_JOINED_MAX_CHARS = 1024  # mean characters a value up to which a chunk is decoded as one array
 
 
 MEMORY_ENV = "MASHBILL_STORE_MEMORY"  # e.g. "1GB": the most memory DuckDB takes for one store connection

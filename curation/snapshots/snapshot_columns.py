@@ -142,7 +142,7 @@ def _json_strings(texts: pa.ChunkedArray | pa.Array) -> pa.Array:
         mask = np.zeros(len(texts), dtype=bool)
         mask[rest] = True
         values = texts.take(pa.array(rest, pa.int64())).to_pylist()
-        decoded = loads_many(values)  # one parser call
+        decoded = loads_many(values)
         out = pc.replace_with_mask(out, pa.array(mask), pa.array(["" if v is None else d
                                                                    for v, d in zip(values, decoded)], pa.string()))
     return out

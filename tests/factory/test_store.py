@@ -472,7 +472,6 @@ def test_records_keep_their_example_key_from_migration_13_and_older_ones_have_no
     assert kept == {_rec(1).id: None, new.id: example_key("sft", list(new.messages), canonical_json(new.output))}
 
 
-
 def test_loads_many_decodes_each_text_as_json_loads_does(monkeypatch):
     """Chunks of short values are decoded as one JSON array, chunks of long ones (a prompt) value by value: either
     way each text comes back as json.loads gives it, None as None, across chunk boundaries."""
