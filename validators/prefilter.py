@@ -279,5 +279,10 @@ class Prefiltered:
     def findall(self, text: str, *args):
         return self.rx.findall(text, *args) if self._set.may_match(self._index, text) else []
 
+    @property
+    def index(self) -> int:
+        """This pattern's number in its set (what ``PatternSet.candidates`` names)."""
+        return self._index
+
     def __getattr__(self, name):
         return getattr(self.rx, name)

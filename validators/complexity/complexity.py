@@ -52,12 +52,14 @@ class QueryFacts:
         return self.hits.get(group)
 
 
+_WHOLE_QUERY_GROUPS = tuple(g for g in CUE_GROUPS if g != "utility")
+
+
 def analyze(rs: ComplexityRuleSet, query: str, history: int = 0) -> QueryFacts:
     cues = cues_for(rs)
     facts = QueryFacts(query, len(query.split()), history)
-    for group in CUE_GROUPS:
-        text = query[:rs.bounds.utility_chars] if group == "utility" else query
-        facts.hits[group] = cues.find(group, text)
+    facts.hits = cues.find_groups(_WHOLE_QUERY_GROUPS, query)
+    facts.hits["utility"] = cues.find("utility", query[:rs.bounds.utility_chars])  # its head only
     return facts
 
 

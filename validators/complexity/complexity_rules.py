@@ -22,6 +22,7 @@ from mashbill.specs.model import Strict
 from mashbill.specs.yamlio import line_for
 from mashbill.validators.plans.rulebase import Checks, RuleEntry
 from mashbill.validators.prefilter import PatternSet
+from mashbill.validators.prefilter import enabled as prefilter_enabled
 
 CUE_GROUPS = ("utility", "recall", "recall_broad", "factual_opener", "analysis", "research", "domain", "code", "not_lookup",
               "greeting", "calculation", "complex_evidence", "maths", "task", "en_de")
@@ -96,32 +97,47 @@ def compile_cues(patterns) -> re.Pattern | None:
 class CompiledCues:
     """One alternation per cue group (``compile_cues``): what a group finds is its first match.
 
-    It is found alternative by alternative, each behind the prefilter (validators/prefilter.py), which names the few
-    that may match a text, so most never run: at the leftmost position where any alternative matches, Python's
-    alternation takes the first alternative (in order) that matches there, and that is the first alternative whose
-    own leftmost match starts there. A group whose alternatives hold capturing groups (a back-reference would count
-    them across the whole alternation) is searched as its one alternation."""
+    It is found alternative by alternative, behind the prefilter (validators/prefilter.py): one scan of the text names
+    the alternatives that may match it, and only those run, so most never do. At the leftmost position where any
+    alternative matches, Python's alternation takes the first alternative (in order) that matches there, and that is
+    the first alternative whose own leftmost match starts there. A group whose alternatives hold capturing groups (a
+    back-reference would count them across the whole alternation) is searched as its one alternation."""
 
     def __init__(self, cues: Cues):
-        prefilter = PatternSet()  # one pass names the alternatives that may match (validators/prefilter.py)
-        self.alternatives: dict[str, list] = {}  # each group's patterns searched in turn, behind the prefilter
+        self.prefilter = PatternSet() if prefilter_enabled() else None
+        # each group's patterns, searched in turn: (index in the prefilter, pattern)
+        self.alternatives: dict[str, list[tuple[int, re.Pattern]]] = {}
         for group in CUE_GROUPS:
             patterns = getattr(cues, group)
             alone = [re.compile(p, re.I | re.M) for p in patterns]
             if any(rx.groups for rx in alone):
                 alone = [compile_cues(patterns)]
-            self.alternatives[group] = [prefilter.add(rx) for rx in alone]
+            self.alternatives[group] = [(self.prefilter.add(rx).index if self.prefilter else -1, rx)
+                                        for rx in alone]
+        self._indices = {group: frozenset(i for i, _ in alts) for group, alts in self.alternatives.items()}
 
     def find(self, group: str, text: str) -> str | None:
         """The first match of a cue group in the text, or None."""
-        best = None
-        for rx in self.alternatives[group]:
-            m = rx.search(text)
-            if m is not None and (best is None or m.start() < best.start()):  # on a tie the earlier one stands
-                best = m
-                if not best.start():
-                    break
-        return best.group(0) if best is not None else None
+        return self.find_groups((group,), text)[group]
+
+    def find_groups(self, groups, text: str) -> dict[str, str | None]:
+        """The first match of each of these cue groups in the text (None where a group finds none): one prefilter
+        scan for all of them, and a group none of whose alternatives may match costs one set test."""
+        may = self.prefilter.candidates(text) if self.prefilter is not None else None
+        out: dict[str, str | None] = {}
+        for group in groups:
+            best = None
+            if may is None or not may.isdisjoint(self._indices[group]):
+                for index, rx in self.alternatives[group]:
+                    if may is not None and index not in may:
+                        continue
+                    m = rx.search(text)
+                    if m is not None and (best is None or m.start() < best.start()):  # on a tie the earlier stands
+                        best = m
+                        if not best.start():
+                            break
+            out[group] = best.group(0) if best is not None else None
+        return out
 
 
 def _check(rs: ComplexityRuleSet, path: Path, lines) -> None:
