@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from mashbill.hashing import canonical_json, sha256_bytes, sha256_file, sha256_json, sha256_text
 
 
@@ -22,3 +24,20 @@ def test_sha256_file_reads_in_chunks_and_matches_the_bytes(tmp_path):
     (tmp_path / "f").write_bytes(data)
     assert sha256_file(tmp_path / "f") == sha256_bytes(data) == hashlib.sha256(data).hexdigest()
     assert sha256_text("héllo") == sha256_bytes("héllo".encode())
+
+
+def test_canonical_json_is_json_dumps_with_its_settings_whatever_the_value():
+    """The kept encoder writes what json.dumps(sort_keys, compact separators, non-ASCII kept) writes."""
+    import json
+    import math
+
+    values = [None, True, 0, -7, 2**70, 1.5, 1e-300, math.inf, -math.inf, "", "ä\u2028\"\\\n\t\x00", "東京",
+              [], {}, {"z": {"b": [1, {"y": 2, "x": None}], "a": 1.0}, "é": "ß", "A": []},
+              {1: "int key", 2.5: "float key", 0: "zero"},
+              [{"tasks": [{"category": "precision_tools", "args": {"expression": "0.17*2340"}}]}] * 3]
+    for v in values:
+        assert canonical_json(v) == json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(math.nan) == "NaN"
+    for bad in ({"a": 1, 2: "b"}, {1, 2}, object()):  # the same errors as json.dumps
+        with pytest.raises(TypeError):
+            canonical_json(bad)

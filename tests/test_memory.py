@@ -83,3 +83,38 @@ def test_a_nested_bulk_phase_leaves_the_outer_phase_frozen():
         # the inner phase's exit kept what the outer one froze (an unfreeze there would have thawed it all)
         assert gc.get_threshold()[0] == 50_000 and gc.get_freeze_count() >= frozen > 0
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_a_batch_loop_collects_between_items_only_and_turns_the_collector_back_on():
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    def cycle():  # a cycle made while a batch is made, unreachable once made
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        return weakref.ref(a)
+
+    def batches(n):
+        for _ in range(n):
+            yield cycle()
+
+    assert gc.isenabled()
+    seen = []
+    for gone in memory.collected_between(batches(3)):
+        filler = [[] for _ in range(200_000)]  # far past any threshold: no collection while an item is used
+        del filler
+        assert gone() is not None and not gc.isenabled()
+        seen.append(gone)
+    assert gc.isenabled() and len(seen) == 3
+    assert all(ref() is None for ref in seen)  # each cycle collected between two items (the last one after it)
+
+    with pytest.raises(RuntimeError):  # a loop left by an exception turns the collector back on
+        for _ in memory.collected_between(batches(2)):
+            raise RuntimeError("left")
+    assert gc.isenabled()
+    for _ in memory.collected_between(batches(5)):  # and one left by break
+        break
+    assert gc.isenabled()

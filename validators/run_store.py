@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mashbill.factory.records import Verdict, verdict_dicts
-from mashbill.memory import fewer_collections
+from mashbill.memory import collected_between, fewer_collections
 from mashbill.validators.data.inputs import Row, guess_lang
 from mashbill.validators.errors import ValidationInputError
 from mashbill.validators.plans.ruleset import load_rules
@@ -398,7 +398,8 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     frame: dict[bool, list[dict]] = {False: [], True: []}
     pii: dict[str, list[Verdict]] = {}
     done = 0
-    for n, got in _checked_batches(rs, opts, checks, batches, jobs, raw=raw, keep_items=per_record):
+    for n, got in collected_between(_checked_batches(rs, opts, checks, batches, jobs, raw=raw,
+                                                     keep_items=per_record)):
         if per_record and write and not store.read_only:
             store.keep_record_checks(rs.hash, profile, [(it["id"], json.dumps(it, ensure_ascii=False))
                                                         for it in got.items])
