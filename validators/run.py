@@ -449,7 +449,9 @@ def expectation_row(r: Row) -> dict | None:
     """A row's line in the dataset-expectations frame (None for a row that did not parse)."""
     if not r.ok:
         return None
-    d = {"key": r.key, "query": r.query, "target_chars": len(r.target or ""), "n_messages": r.n_messages}
+    # no key: no expectation reads one, and Great Expectations hashes every column of the frame (1 of 2.1 s at
+    # 439,521 rows, bench/RESULTS.md)
+    d = {"query": r.query, "target_chars": len(r.target or ""), "n_messages": r.n_messages}
     if r.meta.get("lang") is not None:
         d["lang"] = r.meta["lang"]
     for k in ("total_tokens", "n_tasks", "has_precision", "has_research", "single_task", "label", "n_experts"):

@@ -71,8 +71,10 @@ class _Checked:
         for it in items:
             key, part = it["id"], it["eval"]
             out.statuses[it["status"]] += 1
-            out.rule_counts.update(it["rules"])
-            out.taxonomy_sources.update(it["taxonomy"])
+            if it["rules"]:  # (Counter.update costs a microsecond even for nothing)
+                out.rule_counts.update(it["rules"])
+            if it["taxonomy"]:
+                out.taxonomy_sources.update(it["taxonomy"])
             for rule, need, n in it["skipped"]:
                 out.skipped[(rule, need)] += n
             out.verdicts.append((key, _verdicts(it["verdicts"])))
@@ -124,7 +126,8 @@ class _RecordChecks:
             row.meta["lang"] = rec.input.get("lang") or guess_lang(query) if isinstance(rec.input, dict) else None
             verdicts: list[Verdict] = []
             counted: list[str] = []
-            checker.taxonomy_sources, checker.skipped = Counter(), Counter()  # this record's tallies
+            if checker.taxonomy_sources or checker.skipped:  # this record's tallies (most records make none)
+                checker.taxonomy_sources, checker.skipped = Counter(), Counter()
             if rec.output is None:
                 verdicts.append(Verdict("SCHEMA002", "reject", "the output is missing or did not parse as JSON",
                                         STAGE))
@@ -215,9 +218,11 @@ def _checked_batches(rs, opts: Options, checks: _RecordChecks, batches, jobs: in
 
         for batch in batches:
             if isinstance(batch, _Kept):
-                yield len(batch.texts), batch.checked(spans)
+                n, checked = len(batch.texts), batch.checked(spans)
             else:
-                yield len(batch), checks.check(decode_records(batch) if raw else batch, keep_items=keep_items)
+                n, checked = len(batch), checks.check(decode_records(batch) if raw else batch, keep_items=keep_items)
+            del batch  # its records are not held while the reader collects cycles between batches
+            yield n, checked
         return
     import multiprocessing
     from collections import deque
