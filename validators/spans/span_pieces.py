@@ -63,13 +63,15 @@ class PieceCounter:
     """Splits rendered text into pieces and counts tokens, with a cache of piece counts."""
 
     def __init__(self, loaded: LoadedTokenizer, policy: CutPolicy, cache_limit: int = 2_000_000,
-                 block_limit: int = 100_000):
+                 block_limit: int = 100_000, head_limit: int = 1_000):
         self.backend = loaded.backend
         self.policy = policy
         self.cache: dict[str, int] = {}
         self.cache_limit = cache_limit
         self.blocks: dict[str, list[str]] = {}
         self.block_limit = block_limit
+        self.heads: dict[str, tuple[tuple[str, ...], bool]] = {}  # glued blocks before the last blank line
+        self.head_limit = head_limit
         self.encoded_pieces = 0  # pieces actually tokenized (cache misses)
         self.refills = 0  # times the cache was full and cleared
 
@@ -80,18 +82,31 @@ class PieceCounter:
         such a separator (the character before the second line break is a line break, and a line break is not a
         safe start), and no cut token holds a line break, so the cuts of the text are exactly the cuts found in
         each block alone, and each block's pieces are cached. Blocks are then glued back, the separator joining
-        the last piece of one block and the first of the next unless either is an added token."""
+        the last piece of one block and the first of the next unless either is an added token. What gluing the
+        blocks before the last blank line gives is kept too (a rendered example's head: the system prompt many
+        examples share), so an example whose head was seen glues only its last block."""
         pol = self.policy
         if not pol.block_cache or "\n\n" not in text:
             return self._split(text)
-        blocks = self.blocks
-        if len(blocks) > self.block_limit:
-            blocks.clear()
-        specials = pol.special_set
-        out: list[str] = []
-        open_last = False  # is out[-1] a text piece that the next text may extend?
-        first_block = True
-        for b in text.split("\n\n"):
+        if len(self.blocks) > self.block_limit:
+            self.blocks.clear()
+        cut = text.rfind("\n\n")
+        head = text[:cut]
+        kept = self.heads.get(head)
+        if kept is None:
+            if len(self.heads) >= self.head_limit:
+                self.heads.clear()
+            out, open_last = self._glued([], False, head.split("\n\n"), True)
+            kept = self.heads[head] = (tuple(out), open_last)
+        return self._glued(list(kept[0]), kept[1], [text[cut + 2:]], False)[0]
+
+    def _glued(self, out: list[str], open_last: bool, blocks: list[str], first_block: bool) -> tuple[list[str], bool]:
+        """`out` (pieces so far; `open_last`: is its last a text piece that the next text may extend?) with each
+        block appended, a blank line before each but the very first; returns the pieces and whether the last is
+        open."""
+        specials = self.policy.special_set
+        cached = self.blocks
+        for b in blocks:
             if not first_block:
                 if open_last:
                     out[-1] += "\n\n"
@@ -99,9 +114,9 @@ class PieceCounter:
                     out.append("\n\n")
                     open_last = True
             first_block = False
-            pieces = blocks.get(b)
+            pieces = cached.get(b)
             if pieces is None:
-                pieces = blocks[b] = self._split(b)
+                pieces = cached[b] = self._split(b)
             if not pieces:
                 continue
             head = pieces[0]
@@ -111,7 +126,7 @@ class PieceCounter:
             else:
                 out.extend(pieces)
             open_last = out[-1] not in specials
-        return out
+        return out, open_last
 
     def _split(self, text: str) -> list[str]:
         pol = self.policy
