@@ -84,7 +84,9 @@ class PieceCounter:
         each block alone, and each block's pieces are cached. Blocks are then glued back, the separator joining
         the last piece of one block and the first of the next unless either is an added token. What gluing the
         blocks before the last blank line gives is kept too (a rendered example's head: the system prompt many
-        examples share), so an example whose head was seen glues only its last block."""
+        examples share), so an example whose head was seen glues only its last block. (That blank line is the last
+        "\n\n" found from the right, which in a run of three line breaks is not where a split from the left parts
+        it; any "\n\n" parts the text safely, by the argument above.)"""
         pol = self.policy
         if not pol.block_cache or "\n\n" not in text:
             return self._split(text)
