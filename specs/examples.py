@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mashbill import jsontext
 from mashbill.errors import SpecError
 
 VARIABLE = "retrieved_examples"  # the template variable the k rows are rendered into
@@ -63,7 +64,7 @@ def load_bank(path: Path, *, where: str | None = None) -> tuple[BankRow, ...]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             raise SpecError(where, f"bank row is not JSON: {exc.msg}", line=n) from None
         if not isinstance(obj, dict):

@@ -12,6 +12,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from mashbill import jsontext
 from mashbill.errors import MashbillError
 
 
@@ -97,7 +98,7 @@ def read_holdout(path: str | Path) -> list[HoldoutItem]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = jsontext.loads(line)
             except json.JSONDecodeError as exc:
                 raise HoldoutFileError(f"{p}:{n}: holdout row is not JSON ({exc.msg})") from None
             t = _text_of(obj)
@@ -106,7 +107,7 @@ def read_holdout(path: str | Path) -> list[HoldoutItem]:
             items.append(HoldoutItem(f"{p.name}:{n}", t))
     elif p.suffix == ".json":
         try:
-            obj = json.loads(text)
+            obj = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise HoldoutFileError(f"{p}: holdout file is not JSON ({exc.msg}, line {exc.lineno})") from None
         rows = obj.get("test_cases") if isinstance(obj, dict) else obj

@@ -15,6 +15,7 @@ import jsonschema
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from mashbill import jsontext
 from mashbill.errors import SpecError
 from mashbill.hashing import canonical_json, sha256_bytes
 from mashbill.specs.catalog import render_catalog
@@ -128,7 +129,7 @@ def load_catalog(path: Path) -> ToolCatalogFile:
 
 def load_output_schema(path: Path, spec_path: Path, lines) -> dict:
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
+        schema = jsontext.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise SpecError(str(path), f"output schema is not JSON: {exc.msg}", line=exc.lineno) from None
     try:
@@ -171,7 +172,7 @@ def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = jsontext.loads(line)
             except json.JSONDecodeError as exc:
                 raise SpecError(str(path), f"row is not JSON: {exc.msg}", line=n) from None
             if not isinstance(row, dict):
@@ -181,7 +182,7 @@ def read_seed_rows(path: Path, fmt: str | None, split: str | None = None, header
         return rows
     if fmt == "json":
         try:
-            rows = json.loads(text)
+            rows = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise SpecError(str(path), f"not JSON: {exc.msg}", line=exc.lineno) from None
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):

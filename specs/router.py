@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from mashbill import jsontext
 from mashbill.errors import SpecError
 from mashbill.hashing import canonical_json, sha256_bytes
 from mashbill.specs.loader import LIBRARY, load_model, load_taxonomy
@@ -129,7 +130,7 @@ def load_recipe(path: str | Path) -> ResolvedRecipe:
     schema = None
     if "log_schema" in file_paths:
         try:
-            schema = json.loads(file_paths["log_schema"].read_text(encoding="utf-8"))
+            schema = jsontext.loads(file_paths["log_schema"].read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise SpecError(str(file_paths["log_schema"]), f"not JSON: {exc.msg}", line=exc.lineno) from None
     taxonomy = load_taxonomy(file_paths["taxonomy"]) if "taxonomy" in file_paths else None

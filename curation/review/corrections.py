@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import jsonschema
 
+from mashbill import jsontext
 from mashbill.factory.records import Record, Verdict, parse_verdict, schema_verdicts
 from mashbill.specs import ResolvedSpec
 
@@ -55,7 +56,7 @@ class CorrectionValidator:
         if not isinstance(text, str):
             text = json.dumps(text, ensure_ascii=False)
         try:
-            value = json.loads(text)
+            value = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             return CorrectionCheck(True, None, False, (_issue(parse_verdict(exc)),))
         if value == record.output:

@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Sequence
 
 import jsonschema
 
+from mashbill import jsontext
 from mashbill.errors import MashbillError
 from mashbill.factory.generate.accounting import Accounting
 from mashbill.factory.generate.chains import Chains
@@ -120,7 +121,7 @@ def parse_output(text: str | None, finish_reason: str | None, validator) -> tupl
     if not stripped:
         return None, verdicts + [Verdict("PARSE002", "reject", "empty output")]
     try:
-        value = json.loads(stripped)
+        value = jsontext.loads(stripped)
     except json.JSONDecodeError as exc:
         return None, verdicts + [parse_verdict(exc)]
     return value, verdicts + schema_verdicts(validator, value, 3)

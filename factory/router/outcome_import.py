@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from mashbill import jsontext
 from mashbill.errors import MashbillError
 from mashbill.factory.router.outcomes import OutcomeImport, query_id, write_outcomes
 from mashbill.factory.store import Store
@@ -87,7 +88,7 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = jsontext.loads(line)
                 except json.JSONDecodeError as exc:
                     yield n, {"__error__": f"not JSON: {exc.msg}"}
                     continue

@@ -14,6 +14,8 @@ names the fault for that attempt, or None:
   schema    a normal answer whose content violates the schema
   truncate  half an answer with finish_reason "length"
   prose     ignore the schema and answer in prose
+  runaway   a degenerate answer, one of RUNAWAY by a hash of the key: "[" until the token limit (finish_reason
+            "length"), digits until the token limit, NaN where a value belongs, a value nested 70 levels deep
   slow      sleep `slow_s`, then answer normally
   hold      wait until the test sets `server.gate`, then answer normally
 
@@ -31,7 +33,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-FAULTS = ("500", "429", "hang", "close", "nonjson", "schema", "truncate", "prose", "slow", "hold")
+FAULTS = ("500", "429", "hang", "close", "nonjson", "schema", "truncate", "prose", "slow", "hold", "runaway")
+# (content, finish_reason) of the `runaway` fault: what a small model stuck in a loop, or a hostile server, sends
+RUNAWAY = (("[" * 5000, "length"), ("1" * 5000, "length"), ('{"value": NaN}', "stop"),
+           ('{"value": ' + "[" * 70 + "1" + "]" * 70 + "}", "stop"))
 
 
 def instance(schema: dict, seed: str, name: str = "") -> object:
@@ -201,6 +206,8 @@ class FaultServer:
                     text = json.dumps(instance(schema, seed))
                 if fault == "truncate":
                     text, finish = text[: max(1, len(text) // 2)], "length"
+                if fault == "runaway":
+                    text, finish = RUNAWAY[int(seed[:8], 16) % len(RUNAWAY)]
                 words = sum(len(str(m.get("content", "")).split()) for m in messages)
                 reply = {"id": "chatcmpl-" + seed[:12], "object": "chat.completion", "model": server.model,
                          "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

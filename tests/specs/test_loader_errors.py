@@ -234,3 +234,13 @@ def test_editing_a_shipped_prompt_without_a_bump_fails_check(tmp_path):
     failing = {line.split()[2] for line in proc.stdout.splitlines() if line.startswith("FAIL spec ")}
     assert {"plan-moe@2", "quickstart-plan@2"} <= failing
     assert "complexity-moe@1" not in failing
+
+
+@pytest.mark.parametrize("row,why", [("[" * 3000 + "]" * 3000, "nested deeper than 64 levels"),
+                                     ('{"query": "x", "n": NaN}', "NaN is not JSON")])
+def test_a_seed_row_python_cannot_read_safely_names_the_row(tiny_specs, row, why):
+    seeds = tiny_specs / "shared" / "seeds.jsonl"
+    seeds.write_text(seeds.read_text() + row + "\n")
+    with pytest.raises(SpecError) as exc:
+        load_spec(_spec(tiny_specs))
+    assert exc.value.path == str(seeds.resolve()) and exc.value.line == 13 and why in str(exc.value)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mashbill import jsontext
 from mashbill.factory.records import Verdict
 from mashbill.validators.errors import ValidationInputError
 from mashbill.validators.spans.spans import TrainingExample
@@ -213,7 +214,7 @@ def read_rows(path: str | Path, fmt: str) -> list[Row]:
     stripped = data.lstrip()
     if stripped[:1] == b"[":  # a JSON array (Alpaca .json files)
         try:
-            items = json.loads(data.decode("utf-8"))
+            items = jsontext.loads(data.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise ValidationInputError(f"{p}: not UTF-8 (invalid byte 0x{data[exc.start]:02x} at offset "
                                        f"{exc.start})") from None
@@ -235,7 +236,7 @@ def read_rows(path: str | Path, fmt: str) -> list[Row]:
                                                           f"at column {exc.start + 1})")]))
             continue
         try:
-            obj = json.loads(line)
+            obj = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             rows.append(Row(key, problems=[_bad("FMT001", f"{key}: not valid JSON ({exc.msg} at column "
                                                           f"{exc.colno})")]))

@@ -7,6 +7,7 @@ query states are read here, with every reading a number may have ("12.750" is 12
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from itertools import product
@@ -28,21 +29,80 @@ class ExprError(ValueError):
     """The expression cannot be parsed or computed safely."""
 
 
+_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
+_THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
+_PERCENT_SIGN = re.compile(r"(?<=\d)\s*%(?!\s*\d)")
+_NOT_NAME = re.compile(r"[^0-9A-Za-z_]")
+
+
 def normalise(text: str) -> str:
     """Spellings a planner writes for Python's operators: ^ × · ÷ −, decimal commas, result placeholders."""
     s = text.replace("^", "**").replace("×", "*").replace("·", "*").replace("÷", "/").replace("−", "-")
-    if not re.search(r"[A-Za-z_]\w*\s*\(", s):  # in "log(10,2)" a comma separates arguments
-        s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)  # 1,847 -> 1847
-        s = re.sub(r"(?<=\d),(?=\d)", ".", s)  # 2,5 -> 2.5
-    s = re.sub(r"(?<=\d)\s*%(?!\s*\d)", "/100", s)  # a trailing "17%" is a percentage, "7 % 3" modulo
-    return PLACEHOLDER.sub(lambda m: f"__r_{re.sub(r'[^0-9A-Za-z_]', '_', m.group(1))}", s)
+    if "," in s and not _CALL.search(s):  # in "log(10,2)" a comma separates arguments
+        s = _THOUSANDS_COMMA.sub("", s)  # 1,847 -> 1847
+        s = _DECIMAL_COMMA.sub(".", s)  # 2,5 -> 2.5
+    if "%" in s:
+        s = _PERCENT_SIGN.sub("/100", s)  # a trailing "17%" is a percentage, "7 % 3" modulo
+    if "{" in s:
+        s = PLACEHOLDER.sub(lambda m: f"__r_{_NOT_NAME.sub('_', m.group(1))}", s)
+    return s
 
 
+# levels of a syntax tree: `evaluate` recurses once a level and Python's stack holds ~1,000 frames, so a deeper tree
+# would fail or not by how deep the caller already is (a sum of 400 numbers written out is 400 levels)
+MAX_DEPTH = 400
+_UNARY = (ast.USub, ast.UAdd)
+
+
+def _plain(tree: ast.Expression) -> bool:
+    """Is every node of the tree one `parse` accepts, and the tree at most MAX_DEPTH levels deep? One pass without
+    ast.walk's generic field iteration (a plan record parses ~4 expressions: 15 us each with it)."""
+    stack = [(tree.body, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n, depth = pop()
+        if depth > MAX_DEPTH:
+            return False
+        t = type(n)
+        if t is ast.BinOp:
+            if type(n.op) not in _BIN:
+                return False
+            push((n.left, depth + 1))
+            push((n.right, depth + 1))
+        elif t is ast.Constant:
+            if type(n.value) not in (int, float):
+                return False
+        elif t is ast.Name:
+            if n.id not in _FUNCS and n.id not in _NAMES and not n.id.startswith("__r_"):
+                return False
+        elif t is ast.UnaryOp:
+            if type(n.op) not in _UNARY:
+                return False
+            push((n.operand, depth + 1))
+        elif t is ast.Call:
+            f = n.func
+            if type(f) is not ast.Name or f.id not in _FUNCS or n.keywords:
+                return False
+            stack.extend((a, depth + 1) for a in n.args)
+        else:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
 def parse(text: str) -> ast.Expression:
+    """The syntax tree of an arithmetic expression, or ExprError. The trees of the last texts are kept (shared: no
+    caller changes a tree): three rules read each calculate expression of a plan."""
     try:
         tree = ast.parse(normalise(text).strip(), mode="eval")
     except (SyntaxError, ValueError) as exc:
         raise ExprError(f"not an arithmetic expression ({getattr(exc, 'msg', exc)})") from None
+    except RecursionError:  # the parser's own limit, some hundreds of operators deep
+        raise ExprError(f"nested more than {MAX_DEPTH} levels deep") from None
+    if _plain(tree):
+        return tree
+    # a tree `_plain` refuses: the first offending node in ast.walk's order names the error
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or node.keywords:
@@ -56,7 +116,7 @@ def parse(text: str) -> ast.Expression:
         elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load, ast.USub, ast.UAdd,
                                    *_BIN)):
             raise ExprError(f"{type(node).__name__} is not arithmetic")
-    return tree
+    raise ExprError(f"nested more than {MAX_DEPTH} levels deep")
 
 
 def constants(tree: ast.AST) -> list[float]:

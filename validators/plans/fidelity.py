@@ -79,6 +79,8 @@ def query_numbers(query: str, constants: list[float], articles: bool = True) -> 
 
 
 def _allowed(x: float, allowed: set[float]) -> bool:
+    if x in allowed or -x in allowed:  # the common case, without a closeness test against every allowed value
+        return True
     rel = 1e-9 if x == int(x) else 1e-3  # a fraction may be written rounded ("0.3333" for 1/3)
     return any(expr.close(abs(x), abs(a), rel) for a in allowed)
 

@@ -61,6 +61,11 @@ class RuleContext:
     def precision_tasks(self) -> list[PlanTask]:
         return self.plan.with_category(self.cats.precision)
 
+    @cached_property
+    def calculated(self) -> tuple[dict[str, float], list[tuple[str, str, str]]]:
+        """fidelity.plan_values of the plan's calculate tasks, once a record (arg-operation and arg-expression)."""
+        return fidelity.plan_values(_tool_tasks(self, "calculate"))
+
 
 # ---------------------------------------------------------------- the rules
 
@@ -478,7 +483,7 @@ def arg_operation(ctx: RuleContext) -> list[str]:
     wanted = fidelity.query_computations(ctx.query)
     if not wanted:
         return []
-    values, _ = fidelity.plan_values(calc)
+    values, _ = ctx.calculated
     if not values:
         return []  # nothing computable: arg-expression reports it
     tol = ctx.rs.fidelity.tolerance
@@ -494,7 +499,7 @@ def arg_operation(ctx: RuleContext) -> list[str]:
 
 @rule("arg-expression")
 def arg_expression(ctx: RuleContext) -> list[str]:
-    _, bad = fidelity.plan_values(_tool_tasks(ctx, "calculate"))
+    _, bad = ctx.calculated
     labels = {t.id: _label(t) for t in ctx.plan.tasks}
     return [f"{labels.get(tid, tid)}: expression {e!r} cannot be parsed: {why}" for tid, e, why in bad]
 

@@ -83,6 +83,40 @@ def test_parse_output_codes():
     assert out is None and [x.code for x in verdicts] == ["TRUNC001", "PARSE001"]
 
 
+@pytest.mark.parametrize("text,finish,codes,detail", [
+    ("[" * 5000, "length", ["TRUNC001", "PARSE001"], "nested deeper than 64 levels at char 64"),
+    ('{"a": ' + "[" * 70 + "1" + "]" * 70 + "}", "stop", ["PARSE001"], "nested deeper than 64 levels at char 69"),
+    ("1" * 5000, "length", ["TRUNC001", "PARSE001"], "an integer of more than 4,300 digits at char 0"),
+    ('{"a": NaN}', "stop", ["PARSE001"], "NaN is not JSON at char 6"),
+    ('{"a": "NaN", "b": -Infinity}', "stop", ["PARSE001"], "-Infinity is not JSON at char 18"),
+    ('{"a": 1e400}', "stop", ["PARSE001"], "1e400 is too large for a number at char 6"),
+])
+def test_runaway_answers_are_rejects_not_crashes(text, finish, codes, detail):
+    """What a small model stuck in a loop writes (or a hostile server sends) is a reject with a code: Python's JSON
+    reader would raise RecursionError or ValueError on it, or read NaN, which the store's JSON refuses."""
+    import jsonschema
+
+    v = jsonschema.Draft202012Validator({"type": "object"})
+    out, verdicts = parse_output(text, finish, v)
+    assert out is None and [x.code for x in verdicts] == codes
+    assert verdicts[-1].detail == f"not JSON: {detail}"
+
+
+def test_a_run_of_runaway_answers_completes_with_every_record_stored(write_spec, fault_server, tmp_path):
+    from fault_server import RUNAWAY
+    from teacher_helpers import sql, tag
+
+    from mashbill.cli.make.generate import run_generate
+
+    server = fault_server(schedule=lambda key, attempt: "runaway" if tag(key) is not None else None)
+    spec = write_spec(n=16)
+    summary = run_generate(str(spec), tmp_path / "s", progress=False, base_url=server.url)
+    assert summary.status == "completed" and summary.rejected == 16
+    rows = sql(tmp_path / "s", "SELECT r.raw, v.code FROM records r JOIN verdicts v USING (record_id) "
+                               "WHERE v.severity = 'reject' AND v.code = 'PARSE001'")
+    assert len(rows) == 16 and {raw for raw, _ in rows} == {text for text, _ in RUNAWAY}
+
+
 def test_shards_partition_the_inputs(tiny_specs):
     rs = load_spec(tiny_specs / "tiny" / "tiny-plan@1.yaml")
     everything = {rid for rid, _ in select_inputs(rs)}

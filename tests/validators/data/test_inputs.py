@@ -106,3 +106,27 @@ def test_a_lone_surrogate_is_a_row_finding_not_a_crash(tmp_path):
     assert [v.code for v in bad.problems] == ["FMT001"] and "\\ud800" in bad.problems[0].detail
     assert "s.jsonl:1" in bad.problems[0].detail
     assert good.ok and good.examples[0].text_prompt == "fine 😀"
+
+
+def test_rows_python_cannot_read_safely_are_fmt001_and_the_rest_are_read(tmp_path):
+    """Nesting that would exhaust Python's stack, NaN, an integer of 5,000 digits: a verdict for the row that names
+    file and line, never a traceback for the file."""
+    good = {"messages": [SYS, USER, ASST]}
+    p = _write(tmp_path / "chat.jsonl", [], raw_lines=[
+        json.dumps(good).encode(),
+        b'{"messages": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+        b'{"messages": [{"role": "user", "content": "x", "w": NaN}]}',
+        b'{"messages": [], "n": ' + b"7" * 5000 + b"}",
+        json.dumps(good).encode(),
+    ])
+    rows = read_rows(p, "messages")
+    assert [r.ok for r in rows] == [True, False, False, False, True]
+    bad = [(r.key, r.problems[0].code, r.problems[0].detail) for r in rows[1:4]]
+    assert [(k, c) for k, c, _ in bad] == [("chat.jsonl:2", "FMT001"), ("chat.jsonl:3", "FMT001"),
+                                           ("chat.jsonl:4", "FMT001")]
+    assert "nested deeper than 64 levels" in bad[0][2] and "NaN is not JSON" in bad[1][2]
+    assert "4,300 digits" in bad[2][2]
+    deep = tmp_path / "alpaca.json"
+    deep.write_text("[" + json.dumps({"instruction": "x", "output": "y"}) + ", " + "[" * 3000 + "]" * 3000 + "]")
+    with pytest.raises(ValidationInputError, match=r"alpaca.json: line 1: not valid JSON \(nested deeper than 64"):
+        read_rows(deep, "alpaca")
