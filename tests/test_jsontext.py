@@ -85,3 +85,34 @@ def test_ordinary_json_reads_as_json_loads_reads_it():
         with pytest.raises(json.JSONDecodeError) as exc:
             loads(bad)
         assert type(exc.value) is json.JSONDecodeError
+
+
+def _walk_depth_at(text: str, limit: int):
+    """The reference: a character walk that skips strings (escapes included) and ignores a closer with nothing open."""
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if j < n:  # a closed string is skipped whole; an unclosed quote is one character
+                i = j + 1
+                continue
+        elif c in "[{":
+            depth += 1
+            if depth > limit:
+                return i
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return None
+
+
+def test_the_deep_text_check_finds_what_a_character_walk_finds():
+    rng = random.Random(64)
+    for _ in range(3000):
+        text = "".join(rng.choice(['[', '[', '{', ']', '}', '"', '\\', 'a', ',', '"x"', '"[["', ']]', '\n']) for _ in
+                       range(rng.randrange(1, 80)))
+        limit = rng.randrange(1, 8)
+        assert too_deep_at(text, limit) == _walk_depth_at(text, limit), (text, limit)
