@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mashbill import jsontext
 from mashbill.exporters.runs import ExportError
 
 
@@ -138,7 +139,7 @@ class GgufPredictor:
         out = []
         for text, res in zip(texts, self.generate([self.messages(t) for t in texts])):
             try:
-                parsed = json.loads(res["text"]) if res["text"] is not None else None
+                parsed = jsontext.loads(res["text"]) if res["text"] is not None else None
             except json.JSONDecodeError:
                 parsed = None
             out.append({"text": text, "output": parsed if parsed is not None else res["text"],

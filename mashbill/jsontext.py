@@ -89,13 +89,18 @@ def _finite(token: str) -> float:
     return value
 
 
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite)  # one, not one a call (as json.loads keeps)
+
+
 def loads(text: str, limit: int = MAX_DEPTH) -> Any:
     """``json.loads`` for text a model or a person wrote, raising ``NotJSON`` for what it must not take (above)."""
     at = too_deep_at(text, limit)
     if at is not None:
         raise TooDeep(f"nested deeper than {limit} levels", text, at)
+    if text.startswith("\ufeff"):  # as json.loads says it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     try:
-        return json.loads(text, parse_constant=_constant, parse_float=_finite)
+        return _DECODER.decode(text)
     except _Refused as exc:
         hit = re.compile(_STRING + f"|(?P<hit>{re.escape(exc.token)})")
         raise NotJSON(exc.why, text, _outside_strings(text, hit)) from None

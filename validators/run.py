@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
+from mashbill import jsontext
 from mashbill.factory.records import Verdict
 from mashbill.files import write_file_atomic
 from mashbill.specs.model import TrainerProfile
@@ -373,7 +374,7 @@ def _plan_of(row: Row):
     if not t[:1] in ("[", "{"):
         return None
     try:
-        return json.loads(t)
+        return jsontext.loads(t)
     except json.JSONDecodeError:
         return None
 

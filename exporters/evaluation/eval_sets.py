@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mashbill import jsontext
 from mashbill.exporters.runs import ExportError
 
 _FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
@@ -139,7 +140,7 @@ def _jsonl(ref: str, path: Path) -> EvalSet:
         if not line.strip():
             continue
         try:
-            row = json.loads(line.decode("utf-8"))
+            row = jsontext.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise EvalSetError(f"{path}:{n}: not a UTF-8 JSON line ({exc})") from None
         if not isinstance(row, dict):

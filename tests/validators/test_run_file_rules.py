@@ -104,3 +104,20 @@ def test_file_mode_says_which_rules_it_skipped(tmp_path):
     assert "skipped: category-shown" in res.output
     res = _validate(f, "--format", "messages", "--no-rules", "--report", out)
     assert res.exit_code == 0 and json.loads(out.read_text())["rules"]["skipped"] == ["all rules: --no-rules"]
+
+
+def test_file_mode_reads_a_runaway_target_as_no_plan_or_a_finding(tmp_path):
+    """A target a looping model wrote ("[" until its token limit, a 2,000-term calculate expression) is no plan or a
+    finding for that row; the file's other rows are checked as ever (Python's reader would raise RecursionError)."""
+    rows = list(_rows("plan-moe"))[:4]
+    prompt = rows[0][0]
+    long_sum = [{"task": "Add the ones.", "category": "precision_tools", "mcp_tool": "calculate",
+                 "mcp_args": {"expression": "+".join(["1"] * 2000)}}]
+    rows += [(prompt, "[" * 5000, set()), (prompt, json.dumps(long_sum), set())]
+    f = _write(tmp_path / "plans.jsonl", rows)
+    out = tmp_path / "r.json"
+    res = _validate(f, "--format", "messages", "--spec", "plan-moe", "--report", out)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert res.exit_code == 1 and {"HR001", "HR003", "PLAN003", "FIT001"} <= set(report["counts"])
+    assert "all rules: the target is not a JSON plan (1 record(s))" in report["rules"]["skipped"]
+    assert [e["record"] for e in report["examples"]["ARG004"]] == ["plans.jsonl:6"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mashbill import jsontext
 from mashbill.factory.records import Verdict
 from mashbill.files import write_file_atomic
 from mashbill.validators.prefilter import PatternSet
@@ -185,13 +186,13 @@ def redact_file(src, dst) -> tuple[int, int]:
 
     data = Path(src).read_bytes()
     if data.lstrip()[:1] == b"[":
-        rows = json.loads(data.decode("utf-8"))
+        rows = jsontext.loads(data.decode("utf-8"))
     else:
         rows = []
         for line in data.split(b"\n"):
             if line.strip():
                 try:
-                    rows.append(json.loads(line.decode("utf-8")))
+                    rows.append(jsontext.loads(line.decode("utf-8")))
                 except (UnicodeDecodeError, json.JSONDecodeError):
                     continue
     out, changed = [], 0

@@ -23,6 +23,7 @@ from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
 from os.path import commonprefix
 
+from mashbill import jsontext
 from mashbill.validators.plans.expr import PLACEHOLDER
 
 _STOP = frozenset("""
@@ -80,7 +81,7 @@ def worked_examples(text: str) -> tuple[WorkedExample, ...]:
     out = []
     for m in _EXAMPLE.finditer(text or ""):
         try:
-            plan = json.loads(m.group("plan"))
+            plan = jsontext.loads(m.group("plan"))
         except json.JSONDecodeError:
             continue
         if not isinstance(plan, list):
