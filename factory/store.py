@@ -27,6 +27,7 @@ from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict, sft_
 from mashbill.factory.store_queries import StoreQueries
 from mashbill import __version__
 from mashbill.errors import StoreError
+from mashbill.jsontext import storable
 from mashbill.hashing import canonical_json
 
 DB_NAME = "mashbill.duckdb"
@@ -59,7 +60,7 @@ def _verdict_table(rows: Sequence[tuple[str, Verdict]], run_id: str, now: dateti
         "stage": [stage or v.stage for _, v in rows],
         "code": [v.code for _, v in rows],
         "severity": [v.severity for _, v in rows],
-        "detail": [v.detail for _, v in rows],
+        "detail": [storable(v.detail) for _, v in rows],
         "created_at": pa.array([now] * len(rows), pa.timestamp("us")),
     })
 
@@ -73,7 +74,7 @@ def _attempt_table(run_id: str, rows: Sequence[dict], now: datetime) -> pa.Table
         "run_id": [run_id] * len(rows),
         "status": [r["status"] for r in rows],
         "output": [_json(r.get("output")) for r in rows],
-        "raw": pa.array([r.get("raw") for r in rows], pa.string()),
+        "raw": pa.array([storable(r.get("raw")) for r in rows], pa.string()),
         "verdicts": [_json(r["verdicts"]) for r in rows],
         "feedback": pa.array([r.get("feedback") for r in rows], pa.string()),
         "teacher_s": pa.array([r.get("teacher_s") for r in rows], pa.float64()),
@@ -361,7 +362,7 @@ class Store(StoreQueries):
             "status": [r.status for r in records],
             "input": [_json(r.input) for r in records],
             "output": [_json(r.output) for r in records],
-            "raw": [r.raw for r in records],
+            "raw": [storable(r.raw) for r in records],
             "messages": [_json(list(r.messages)) for r in records],
             "meta": [_json(r.meta) for r in records],
             "created_at": pa.array([now] * len(records), pa.timestamp("us")),
@@ -382,7 +383,7 @@ class Store(StoreQueries):
             "cached_tokens": pa.array([c.cached_tokens for c in calls], pa.int32()),
             "completion_tokens": pa.array([c.completion_tokens for c in calls], pa.int32()),
             "finish_reason": pa.array([c.finish_reason for c in calls], pa.string()),
-            "error": pa.array([c.error for c in calls], pa.string()),
+            "error": pa.array([storable(c.error) for c in calls], pa.string()),
             "created_at": pa.array([now] * len(calls), pa.timestamp("us")),
             "turn": pa.array([c.turn for c in calls], pa.int32()),
         })

@@ -5,7 +5,9 @@ Python's JSON reader takes more than JSON, and some JSON it cannot take:
   crafted row) raises RecursionError, which no JSON handler catches, and kills the run;
 - it reads NaN and Infinity, which are not JSON (the store's JSON columns refuse them, the rules cannot compare
   them), and 1e400 as infinity;
-- an integer of more than 4,300 digits (a model repeating "1") raises a plain ValueError.
+- an integer of more than 4,300 digits (a model repeating "1") raises a plain ValueError;
+- it reads a lone surrogate (a JSON escape such as "\\ud800" with no partner, or the code point itself in text an
+  HTTP client decoded that way): a string no UTF-8 file, store or tokenizer can take.
 ``loads`` refuses all of these with a ``JSONDecodeError`` (``NotJSON``) that says what and where, so every handler
 that reports unreadable JSON reports these too. Text nested deeper than MAX_DEPTH is refused before the reader sees
 it; values read this way are shallow enough for every walker after the reader (the schema check, the rules, hashing).
@@ -26,6 +28,8 @@ _LONG_INTEGER = re.compile(_STRING + r"|(?P<hit>\d{4301,})")
 _STRINGS = re.compile(_STRING)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # an opener +1, a closer -1 (as int8)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class NotJSON(json.JSONDecodeError):
@@ -92,11 +96,48 @@ def _finite(token: str) -> float:
 _DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite)  # one, not one a call (as json.loads keeps)
 
 
-def loads(text: str, limit: int = MAX_DEPTH) -> Any:
-    """``json.loads`` for text a model or a person wrote, raising ``NotJSON`` for what it must not take (above)."""
+def storable(text: str | None) -> str | None:
+    """The text with every surrogate code point replaced by U+FFFD (what a server does with bytes that are not
+    UTF-8): no UTF-8 encoding exists for one, so the store could not keep the text as it came."""
+    if text is None or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _lone_surrogate(text: str, value: Any) -> NotJSON | None:
+    """NotJSON naming the first lone surrogate the text holds, as a code point or as an escape, else None."""
+    m = _SURROGATE.search(text)
+    if m is not None:
+        cp, at = ord(m.group()), m.start()
+    elif _SURROGATE_ESCAPE.search(text) is None:
+        return None
+    else:
+        try:  # an escape pair decodes to one code point; only a lone escape leaves a surrogate in the value
+            _CHECK.encode(value).encode("utf-8")
+            return None
+        except UnicodeEncodeError as exc:
+            cp = ord(exc.object[exc.start])
+        at = next((e.start() for e in re.finditer(rf"\\u{cp:04x}", text, re.IGNORECASE)), 0)
+    return NotJSON(f"holds a lone surrogate (\\u{cp:04x}), which no UTF-8 text can hold", text, at)
+
+
+_CHECK = json.JSONEncoder(ensure_ascii=False)
+
+
+def loads(text: str, limit: int = MAX_DEPTH, *, keep_lone_surrogates: bool = False) -> Any:
+    """``json.loads`` for text a model or a person wrote, raising ``NotJSON`` for what it must not take (above).
+    ``keep_lone_surrogates``: for a reader that names the row holding one itself (a file's JSON array of rows)."""
     at = too_deep_at(text, limit)
     if at is not None:
         raise TooDeep(f"nested deeper than {limit} levels", text, at)
+    value = _decode(text)
+    bad = None if keep_lone_surrogates else _lone_surrogate(text, value)
+    if bad is not None:
+        raise bad
+    return value
+
+
+def _decode(text: str) -> Any:
     if text.startswith("\ufeff"):  # as json.loads says it
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     try:

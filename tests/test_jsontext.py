@@ -116,3 +116,26 @@ def test_the_deep_text_check_finds_what_a_character_walk_finds():
                        range(rng.randrange(1, 80)))
         limit = rng.randrange(1, 8)
         assert too_deep_at(text, limit) == _walk_depth_at(text, limit), (text, limit)
+
+
+@pytest.mark.parametrize("text,at", [
+    ('["\\ud800"]', 2), ('{"a": "\\uD83D x"}', 7), ('["\\ude00\\ud83d"]', 2),  # a low before a high is no pair
+    ('["ok", "\ud800"]', 8),  # the code point itself, as an HTTP client decodes an escape in a reply
+])
+def test_a_lone_surrogate_is_refused_where_it_stands(text, at):
+    with pytest.raises(NotJSON) as exc:
+        loads(text)
+    assert exc.value.pos == at and "lone surrogate" in exc.value.msg
+    assert loads(text.replace("\ud800", "\\ud800"), keep_lone_surrogates=True) is not None
+
+
+@pytest.mark.parametrize("text", ['["\\ud83d\\ude00"]', '["\\\\ud800"]', '["\\\\\\\\ud800"]', '["\\u00e9"]'])
+def test_pairs_and_escaped_backslashes_are_not_lone_surrogates(text):
+    assert loads(text) == json.loads(text)
+
+
+def test_storable_text_replaces_surrogates_only():
+    from mashbill.jsontext import storable
+
+    assert storable("a\ud800b\udfff") == "a\ufffdb\ufffd" and storable("😀 é") == "😀 é" and storable(None) is None
+    storable("x\ud83d").encode("utf-8")

@@ -15,7 +15,8 @@ names the fault for that attempt, or None:
   truncate  half an answer with finish_reason "length"
   prose     ignore the schema and answer in prose
   runaway   a degenerate answer, one of RUNAWAY by a hash of the key: "[" until the token limit (finish_reason
-            "length"), digits until the token limit, NaN where a value belongs, a value nested 70 levels deep
+            "length"), digits until the token limit, NaN where a value belongs, a value nested 70 levels deep, a
+            lone surrogate escaped in the answer's JSON, and one escaped in the reply's (so the client's text holds it)
   slow      sleep `slow_s`, then answer normally
   hold      wait until the test sets `server.gate`, then answer normally
 
@@ -36,7 +37,8 @@ from typing import Callable
 FAULTS = ("500", "429", "hang", "close", "nonjson", "schema", "truncate", "prose", "slow", "hold", "runaway")
 # (content, finish_reason) of the `runaway` fault: what a small model stuck in a loop, or a hostile server, sends
 RUNAWAY = (("[" * 5000, "length"), ("1" * 5000, "length"), ('{"value": NaN}', "stop"),
-           ('{"value": ' + "[" * 70 + "1" + "]" * 70 + "}", "stop"))
+           ('{"value": ' + "[" * 70 + "1" + "]" * 70 + "}", "stop"), ('{"value": "\\ud800 x"}', "stop"),
+           ('{"value": "\ud800 raw"}', "stop"))
 
 
 def instance(schema: dict, seed: str, name: str = "") -> object:

@@ -214,7 +214,7 @@ def read_rows(path: str | Path, fmt: str) -> list[Row]:
     stripped = data.lstrip()
     if stripped[:1] == b"[":  # a JSON array (Alpaca .json files)
         try:
-            items = jsontext.loads(data.decode("utf-8"))
+            items = jsontext.loads(data.decode("utf-8"), keep_lone_surrogates=True)  # parse_row names the row
         except UnicodeDecodeError as exc:
             raise ValidationInputError(f"{p}: not UTF-8 (invalid byte 0x{data[exc.start]:02x} at offset "
                                        f"{exc.start})") from None

@@ -90,6 +90,9 @@ def test_parse_output_codes():
     ('{"a": NaN}', "stop", ["PARSE001"], "NaN is not JSON at char 6"),
     ('{"a": "NaN", "b": -Infinity}', "stop", ["PARSE001"], "-Infinity is not JSON at char 18"),
     ('{"a": 1e400}', "stop", ["PARSE001"], "1e400 is too large for a number at char 6"),
+    ('{"a": "\\ud83d\\ude00 \\ud800"}', "stop", ["PARSE001"],
+     "holds a lone surrogate (\\ud800), which no UTF-8 text can hold at char 20"),
+    ('{"a": "\ud800"}', "stop", ["PARSE001"], "holds a lone surrogate (\\ud800), which no UTF-8 text can hold at char 7"),
 ])
 def test_runaway_answers_are_rejects_not_crashes(text, finish, codes, detail):
     """What a small model stuck in a loop writes (or a hostile server sends) is a reject with a code: Python's JSON
@@ -107,14 +110,19 @@ def test_a_run_of_runaway_answers_completes_with_every_record_stored(write_spec,
     from teacher_helpers import sql, tag
 
     from mashbill.cli.make.generate import run_generate
+    from mashbill.jsontext import storable
 
     server = fault_server(schedule=lambda key, attempt: "runaway" if tag(key) is not None else None)
-    spec = write_spec(n=16)
+    spec = write_spec(n=30)
     summary = run_generate(str(spec), tmp_path / "s", progress=False, base_url=server.url)
-    assert summary.status == "completed" and summary.rejected == 16
-    rows = sql(tmp_path / "s", "SELECT r.raw, v.code FROM records r JOIN verdicts v USING (record_id) "
+    assert summary.status == "completed" and summary.rejected == 30
+    rows = sql(tmp_path / "s", "SELECT r.raw, v.detail FROM records r JOIN verdicts v USING (record_id) "
                                "WHERE v.severity = 'reject' AND v.code = 'PARSE001'")
-    assert len(rows) == 16 and {raw for raw, _ in rows} == {text for text, _ in RUNAWAY}
+    # every shape came, each stored (a lone surrogate as U+FFFD: no UTF-8 encoding exists for it) with its reason
+    assert len(rows) == 30 and {raw for raw, _ in rows} == {storable(text) for text, _ in RUNAWAY}
+    assert {d.split(" at char")[0] for _, d in rows} == {
+        "not JSON: nested deeper than 64 levels", "not JSON: an integer of more than 4,300 digits",
+        "not JSON: NaN is not JSON", "not JSON: holds a lone surrogate (\\ud800), which no UTF-8 text can hold"}
 
 
 def test_shards_partition_the_inputs(tiny_specs):
