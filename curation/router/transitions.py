@@ -26,7 +26,6 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from mashbill import jsontext
 from mashbill.curation.router.router_snapshot import card_text, split_queries, write_router_snapshot
 from mashbill.curation.selection.split import SPLITS
 from mashbill.curation.snapshots.snapshot import FreezeResult, SnapshotError
@@ -88,7 +87,7 @@ def ingest_logs(paths: Iterable[str | Path], rr: ResolvedRecipe) -> Ingested:
                     out.problems.append({"where": where, "code": code, "detail": detail})
 
                 try:
-                    req = jsontext.loads(line)
+                    req = json.loads(line)
                 except json.JSONDecodeError as exc:
                     bad("LOG001", f"not JSON: {exc.msg} at char {exc.pos}")
                     continue

@@ -384,7 +384,8 @@ def _to_record(result: TeacherResult, work: Work, ref: SpecRef, job: Job, prompt
         return rec, verdicts
     output, verdicts = parse_output(result.text, result.finish_reason, validator)
     status = "rejected" if any(v.severity == "reject" for v in verdicts) else "accepted"
-    rec = Record(result.request.record_id, work.kind, inputs, output, result.text, ref, status,
+    # the text as kept and shown again (a repair turn): a lone surrogate has no UTF-8 form (parse_output names it)
+    rec = Record(result.request.record_id, work.kind, inputs, output, jsontext.storable(result.text), ref, status,
                  prompt.training_messages, meta)
     if status == "accepted" and checks:
         for check in checks:

@@ -22,7 +22,6 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from mashbill import jsontext
 from mashbill.errors import MashbillError
 from mashbill.factory.router.outcomes import OutcomeImport, query_id, write_outcomes
 from mashbill.factory.store import Store
@@ -88,7 +87,7 @@ def _rows(path: Path) -> Iterator[tuple[int, dict]]:
                 if not line.strip():
                     continue
                 try:
-                    row = jsontext.loads(line)
+                    row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     yield n, {"__error__": f"not JSON: {exc.msg}"}
                     continue
