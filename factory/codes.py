@@ -23,7 +23,7 @@ class Code:
 
 # code, severity, source, meaning (and the rule id for rule codes): one line per code
 _TABLE = [
-    ("PARSE001", "reject", "factory", "the teacher's output is not JSON"),
+    ("PARSE001", "reject", "factory", "the teacher's output is not JSON (or nests over 64 levels, holds NaN or a lone surrogate)"),
     ("PARSE002", "reject", "factory", "the teacher's output is empty"),
     ("TRUNC001", "reject", "factory", "the output hit max_tokens before it finished"),
     ("TEACHER001", "reject", "factory", "the teacher call failed after every retry"),
