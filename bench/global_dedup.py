@@ -40,7 +40,7 @@ def chunk_signatures(seed: int, index: int, n: int) -> np.ndarray:
     planted = np.nonzero(rng.random(n) < 0.01)[0]
     planted = planted[planted > 0]
     sig[planted] = sig[planted - 1]
-    for j in range(3):  # three bins changed: most bands still match, as near-duplicate queries do
+    for _ in range(3):  # three bins changed: most bands still match, as near-duplicate queries do
         sig[planted, rng.integers(0, PERM, size=planted.size)] = rng.integers(0, 2**63, size=planted.size,
                                                                               dtype=np.uint64)
     return sig
