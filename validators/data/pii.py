@@ -179,14 +179,14 @@ def redact_value(value):
 
 
 def redact_file(src, dst) -> tuple[int, int]:
-    """Write a redacted copy of a JSONL (or JSON array) file; rows that are not JSON are left out.
-    Returns (rows written, rows changed)."""
+    """Write a redacted copy of a JSONL (or JSON array) file; rows that are not JSON, or hold a lone surrogate (no
+    UTF-8 form exists for one; validation named the row), are left out. Returns (rows written, rows changed)."""
     import json
     from pathlib import Path
 
     data = Path(src).read_bytes()
     if data.lstrip()[:1] == b"[":
-        rows = jsontext.loads(data.decode("utf-8"))
+        rows = jsontext.loads(data.decode("utf-8"), keep_lone_surrogates=True)
     else:
         rows = []
         for line in data.split(b"\n"):
@@ -198,7 +198,10 @@ def redact_file(src, dst) -> tuple[int, int]:
     out, changed = [], 0
     for row in rows:
         red = redact_value(row)
+        text = json.dumps(red, ensure_ascii=False)
+        if jsontext.storable(text) != text:
+            continue
         changed += red != row
-        out.append(json.dumps(red, ensure_ascii=False))
+        out.append(text)
     write_file_atomic(Path(dst), ("\n".join(out) + "\n").encode("utf-8"))
     return len(out), changed

@@ -94,3 +94,24 @@ def test_public_query_shapes_not_flagged(text):
 def test_titled_name_is_personal_data_next_to_contact_data():
     hits = [(f.code, f.text) for f in find_pii("Please call Mr. Weber back at 030 1234567.")]
     assert ("PII004", "Weber") in hits and ("PII002", "030 1234567") in hits
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_redacted_copy_leaves_out_a_row_with_a_lone_surrogate(tmp_path, suffix):
+    """Validation names such a row (FMT001); its redacted copy cannot hold it (no UTF-8 form exists), nor crash."""
+    import json
+
+    from click.testing import CliRunner
+
+    from mashbill.cli import main
+
+    good = {"instruction": "Ruf 0171-2345678 an.", "output": "Notiert."}
+    texts = [json.dumps(good), '{"instruction": "x \\ud800", "output": "y"}', json.dumps(good)]
+    src = tmp_path / f"d{suffix}"
+    src.write_text("\n".join(texts) + "\n" if suffix == ".jsonl" else "[" + ",\n".join(texts) + "]", encoding="utf-8")
+    out = tmp_path / "clean.jsonl"
+    res = CliRunner().invoke(main, ["validate", str(src), "--format", "alpaca", "--no-spans", "--no-expectations",
+                                    "--no-rules", "--redact-to", str(out)])
+    assert res.exit_code == 1 and "FMT001" in res.output and f"d{suffix}:2" in res.output, res.output
+    rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert rows == [{"instruction": "Ruf [PHONE] an.", "output": "Notiert."}] * 2
