@@ -161,11 +161,12 @@ def main() -> None:
             print(f"  duckdb  pairs {ds:7.2f}s  process wall {dw:7.2f}s  cpu {dc:7.2f}s  peak {dr:7.0f} MB  (band keys "
                   f"written chunk by chunk, {disk / records:.0f} bytes a record on disk, then one statement)  "
                   f"{len(got):,} pairs, identical: {same}", flush=True)
-            line = (f"records={records} numpy_pairs_s={ns:.1f} duckdb_pairs_s={ds:.1f} numpy_s={nw:.1f} duckdb_s={dw:.1f} "
-                    f"numpy_cpu_s={nc:.1f} duckdb_cpu_s={dc:.1f} "
-                    f"numpy_peak_mb={nr:.0f} duckdb_peak_mb={dr:.0f} numpy_bytes_per_record={nr * 2**20 / records:.0f} "
-                    f"duckdb_bytes_per_record={dr * 2**20 / records:.0f} identical={'n/a' if same is None else int(same)} "
-                    f"memory_limit={a.memory} load1={os.getloadavg()[0]:.2f}")
+            line = (f"records={records} numpy_pairs_s={ns:.1f} duckdb_pairs_s={ds:.1f} numpy_s={nw:.1f} "
+                    f"duckdb_s={dw:.1f} numpy_cpu_s={nc:.1f} duckdb_cpu_s={dc:.1f} numpy_peak_mb={nr:.0f} "
+                    f"duckdb_peak_mb={dr:.0f} numpy_bytes_per_record={nr * 2**20 / records:.0f} "
+                    f"duckdb_bytes_per_record={dr * 2**20 / records:.0f} "
+                    f"identical={'n/a' if same is None else int(same)} memory_limit={a.memory} "
+                    f"load1={os.getloadavg()[0]:.2f}")
             print(line, flush=True)
             if same is False:
                 sys.exit(1)

@@ -104,24 +104,29 @@ def storable(text: str | None) -> str | None:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def lone_surrogate_in(value: Any) -> int | None:
+    """The first surrogate code point in a value's strings (keys included), or None. An escape pair in JSON or YAML
+    text decodes to one code point; only a lone escape leaves a surrogate in the value."""
+    try:
+        _CHECK.encode(value).encode("utf-8")
+        return None
+    except UnicodeEncodeError as exc:
+        return ord(exc.object[exc.start])
+
+
 def _lone_surrogate(text: str, value: Any) -> NotJSON | None:
     """NotJSON naming the first lone surrogate the text holds, as a code point or as an escape, else None."""
     m = _SURROGATE.search(text)
     if m is not None:
         cp, at = ord(m.group()), m.start()
-    elif _SURROGATE_ESCAPE.search(text) is None:
+    elif _SURROGATE_ESCAPE.search(text) is None or (cp := lone_surrogate_in(value)) is None:
         return None
     else:
-        try:  # an escape pair decodes to one code point; only a lone escape leaves a surrogate in the value
-            _CHECK.encode(value).encode("utf-8")
-            return None
-        except UnicodeEncodeError as exc:
-            cp = ord(exc.object[exc.start])
         at = next((e.start() for e in re.finditer(rf"\\u{cp:04x}", text, re.IGNORECASE)), 0)
     return NotJSON(f"holds a lone surrogate (\\u{cp:04x}), which no UTF-8 text can hold", text, at)
 
 
-_CHECK = json.JSONEncoder(ensure_ascii=False)
+_CHECK = json.JSONEncoder(ensure_ascii=False, default=str)  # default: YAML's dates and the like
 
 
 def loads(text: str, limit: int = MAX_DEPTH, *, keep_lone_surrogates: bool = False) -> Any:

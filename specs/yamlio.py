@@ -1,17 +1,22 @@
 """Safe YAML loading that remembers the line of every key, so errors can name it.
 
 Hostile input is refused in one line before anything walks it: a file over MAX_BYTES, a recursive alias, or
-aliases that expand to more than MAX_NODES nodes (an alias bomb: nine levels of nine aliases is 9**9 nodes).
+aliases that expand to more than MAX_NODES nodes (an alias bomb: nine levels of nine aliases is 9**9 nodes); and a
+surrogate escaped in a string, which nothing after the loader could encode or hash.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from mashbill.errors import SpecError
+from mashbill.jsontext import lone_surrogate_in
+
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
 
 Lines = dict[tuple, int]
 MAX_BYTES = 1 << 20  # a spec names its seeds, prompts and schemas by file; its own YAML is a few KB
@@ -43,6 +48,13 @@ def load_yaml(path: Path) -> tuple[Any, Lines]:
         raise SpecError(str(path), f"YAML error: {exc}") from None
     except RecursionError:
         raise SpecError(str(path), "YAML nested too deeply") from None
+    escape = _SURROGATE_ESCAPE.search(text)
+    # "\ud800" in double quotes; a \u pair too: YAML reads each escape alone
+    if escape is not None and (cp := lone_surrogate_in(data)) is not None:
+        at = re.search(rf"\\(?:u|U0000){cp:04x}", text, re.IGNORECASE) or escape
+        raise SpecError(str(path), f"holds a surrogate (\\u{cp:04x}), which no UTF-8 text can hold: write the "
+                        "character itself, or its 8-digit escape (\\U0001F600, not a \\u pair)",
+                        line=text.count("\n", 0, at.start()) + 1)
     lines: Lines = {(): 1}
     if node is not None:
         _walk(node, (), lines, str(path))

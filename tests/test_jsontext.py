@@ -38,7 +38,7 @@ def test_the_offset_is_the_bracket_that_went_too_deep():
     json.dumps(["[" * 200]),  # brackets in a string do not nest
     json.dumps({"a": "\\\"" + "{" * 200 + "\\", "b": [1]}),  # nor after escaped quotes and a trailing backslash
     "[" + ",".join(["[]"] * 300) + "]",  # many brackets, shallow
-])
+], ids=["in-a-string", "after-escapes", "shallow"])
 def test_brackets_that_do_not_nest_are_not_counted(text):
     assert too_deep_at(text) is None and loads(text) == json.loads(text)
 
@@ -137,5 +137,6 @@ def test_pairs_and_escaped_backslashes_are_not_lone_surrogates(text):
 def test_storable_text_replaces_surrogates_only():
     from mashbill.jsontext import storable
 
-    assert storable("a\ud800b\udfff") == "a\ufffdb\ufffd" and storable("😀 é") == "😀 é" and storable(None) is None
+    assert storable("a\ud800b\udfff") == "a\ufffdb\ufffd"
+    assert storable("😀 é") == "😀 é" and storable(None) is None
     storable("x\ud83d").encode("utf-8")

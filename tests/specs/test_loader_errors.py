@@ -237,10 +237,24 @@ def test_editing_a_shipped_prompt_without_a_bump_fails_check(tmp_path):
 
 
 @pytest.mark.parametrize("row,why", [("[" * 3000 + "]" * 3000, "nested deeper than 64 levels"),
-                                     ('{"query": "x", "n": NaN}', "NaN is not JSON")])
+                                     ('{"query": "x", "n": NaN}', "NaN is not JSON")], ids=["deep", "nan"])
 def test_a_seed_row_python_cannot_read_safely_names_the_row(tiny_specs, row, why):
     seeds = tiny_specs / "shared" / "seeds.jsonl"
     seeds.write_text(seeds.read_text() + row + "\n")
     with pytest.raises(SpecError) as exc:
         load_spec(_spec(tiny_specs))
     assert exc.value.path == str(seeds.resolve()) and exc.value.line == 13 and why in str(exc.value)
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\uDC00", "\\U0000D800", "\\ud83d\\ude00"])
+def test_a_surrogate_escaped_in_the_spec_names_its_line(tiny_specs, escape):
+    """YAML decodes "\\ud800" in a double-quoted string to a code point nothing after the loader can encode (the spec
+    hash raised UnicodeEncodeError), and a \\u pair to two of them; the character itself or its \\U escape loads."""
+    p = _spec(tiny_specs)
+    seeds = '  - path: ../shared/seeds.jsonl\n    columns: {query: query, lang: lang}'
+    _edit(p, seeds, '  - inline: [{query: "What is 2 + 2 \\U0001F600 😀?", lang: en}]')
+    assert load_spec(p).seeds[0]["query"] == "What is 2 + 2 😀 😀?"
+    _edit(p, "😀?", f"😀 {escape}?")
+    with pytest.raises(SpecError) as exc:
+        load_spec(p)
+    assert exc.value.line == _line_of(p, "inline") and "holds a surrogate" in str(exc.value)

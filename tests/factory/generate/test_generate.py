@@ -93,7 +93,7 @@ def test_parse_output_codes():
     ('{"a": "\\ud83d\\ude00 \\ud800"}', "stop", ["PARSE001"],
      "holds a lone surrogate (\\ud800), which no UTF-8 text can hold at char 20"),
     ('{"a": "\ud800"}', "stop", ["PARSE001"], "holds a lone surrogate (\\ud800), which no UTF-8 text can hold at char 7"),
-])
+], ids=["brackets", "deep", "digits", "nan", "infinity", "1e400", "escaped-surrogate", "surrogate"])
 def test_runaway_answers_are_rejects_not_crashes(text, finish, codes, detail):
     """What a small model stuck in a loop writes (or a hostile server sends) is a reject with a code: Python's JSON
     reader would raise RecursionError or ValueError on it, or read NaN, which the store's JSON refuses."""
