@@ -105,13 +105,20 @@ def storable(text: str | None) -> str | None:
 
 
 def lone_surrogate_in(value: Any) -> int | None:
-    """The first surrogate code point in a value's strings (keys included), or None. An escape pair in JSON or YAML
-    text decodes to one code point; only a lone escape leaves a surrogate in the value."""
-    try:
-        _CHECK.encode(value).encode("utf-8")
-        return None
-    except UnicodeEncodeError as exc:
-        return ord(exc.object[exc.start])
+    """The first surrogate code point in a value's strings (keys included, in document order), or None. An escape pair
+    in JSON text decodes to one code point; only a lone escape leaves a surrogate in the value."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            m = _SURROGATE.search(v)
+            if m is not None:
+                return ord(m.group())
+        elif isinstance(v, dict):
+            stack.extend(reversed([x for kv in v.items() for x in kv]))
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(reversed(list(v)))
+    return None
 
 
 def _lone_surrogate(text: str, value: Any) -> NotJSON | None:
@@ -125,8 +132,6 @@ def _lone_surrogate(text: str, value: Any) -> NotJSON | None:
         at = next((e.start() for e in re.finditer(rf"\\u{cp:04x}", text, re.IGNORECASE)), 0)
     return NotJSON(f"holds a lone surrogate (\\u{cp:04x}), which no UTF-8 text can hold", text, at)
 
-
-_CHECK = json.JSONEncoder(ensure_ascii=False, default=str)  # default: YAML's dates and the like
 
 
 def loads(text: str, limit: int = MAX_DEPTH, *, keep_lone_surrogates: bool = False) -> Any:

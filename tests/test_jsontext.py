@@ -140,3 +140,13 @@ def test_storable_text_replaces_surrogates_only():
     assert storable("a\ud800b\udfff") == "a\ufffdb\ufffd"
     assert storable("😀 é") == "😀 é" and storable(None) is None
     storable("x\ud83d").encode("utf-8")
+
+
+def test_the_first_surrogate_of_a_value_in_document_order_keys_and_any_types_included():
+    import datetime
+
+    from mashbill.jsontext import lone_surrogate_in
+
+    assert lone_surrogate_in({datetime.date(2024, 1, 1): ["a", {"b": "x\ud800"}], "z": "\udc01"}) == 0xD800
+    assert lone_surrogate_in({"k\udfff": 1, "v": "\ud800"}) == 0xDFFF
+    assert lone_surrogate_in({"a": ["ok", 1, None, (2.5, {"s"})], b"bytes": "😀"}) is None
