@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 
 from mashbill.errors import StoreError
+from mashbill.jsontext import storable
 
 REVIEW_COLUMNS = ("record_id", "reviewer", "status", "decision", "corrected_output", "correction_valid",
                   "correction_issues", "response_values", "responded_at", "pulled_at", "dataset")
@@ -285,7 +286,9 @@ class StoreQueries:
         if not rows:
             return 0, 0
         types = {"correction_valid": pa.bool_(), "responded_at": pa.timestamp("us"), "pulled_at": pa.timestamp("us")}
-        table = pa.table({c: pa.array([r[c] for r in rows], types.get(c, pa.string())) for c in REVIEW_COLUMNS})
+        # what a reviewer typed may hold a lone surrogate (an escape the review server passed on): kept as U+FFFD
+        table = pa.table({c: pa.array([storable(r[c]) if c not in types else r[c] for r in rows],
+                                      types.get(c, pa.string())) for c in REVIEW_COLUMNS})
         with self.transaction() as con:
             con.register("_new", table)
             replaced = con.execute("SELECT count(*) FROM review_decisions d JOIN _new n "

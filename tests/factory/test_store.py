@@ -498,3 +498,24 @@ def test_loads_many_decodes_each_text_as_json_loads_does(monkeypatch):
             assert len(calls) == -(-len(texts) // 97)  # one parser call a chunk
         elif texts is long:
             assert len(calls) == sum(t is not None for t in texts)  # one a value
+
+
+def test_text_with_a_lone_surrogate_is_kept_as_u_fffd_not_a_failed_write(tmp_path):
+    """A teacher's text, a call's error, a verdict's detail or a reviewer's answer may hold a lone surrogate (an escape
+    in a server's JSON reply): no UTF-8 form exists for one, and the write raised UnicodeEncodeError."""
+    from datetime import datetime
+
+    with Store.open(tmp_path / "s") as store:
+        run = _begin(store)
+        rec = dataclasses.replace(_rec(1, "rejected"), raw='{"a": "\ud800"}')
+        call = TeacherCall("id0001", "p" * 64, 1, "openai", "m", 0.1, 10, 0, 5, "stop", "bad \udc00 body")
+        store.write_batch(run, [rec], {"id0001": [Verdict("PARSE001", "reject", "not JSON: \ud800")]}, [call])
+        when = datetime(2026, 12, 5)
+        store.write_review_decisions([{
+            "record_id": "id0001", "reviewer": "ann", "status": "submitted", "decision": "reject",
+            "corrected_output": None, "correction_valid": None, "correction_issues": None,
+            "response_values": '{"comment": "see \ud83d"}', "responded_at": when, "pulled_at": when, "dataset": "d"}])
+        assert store.sql("SELECT raw FROM records").to_pylist() == [{"raw": '{"a": "\ufffd"}'}]
+        assert store.sql("SELECT error FROM teacher_calls").to_pylist() == [{"error": "bad \ufffd body"}]
+        assert store.sql("SELECT detail FROM verdicts").to_pylist() == [{"detail": "not JSON: \ufffd"}]
+        assert [r["response_values"] for r in store.review_rows(record_ids=["id0001"])] == ['{"comment": "see \ufffd"}']
