@@ -133,7 +133,6 @@ def _lone_surrogate(text: str, value: Any) -> NotJSON | None:
     return NotJSON(f"holds a lone surrogate (\\u{cp:04x}), which no UTF-8 text can hold", text, at)
 
 
-
 def loads(text: str, limit: int = MAX_DEPTH, *, keep_lone_surrogates: bool = False) -> Any:
     """``json.loads`` for text a model or a person wrote, raising ``NotJSON`` for what it must not take (above).
     ``keep_lone_surrogates``: for a reader that names the row holding one itself (a file's JSON array of rows)."""

@@ -105,10 +105,9 @@ def parse_row(obj, fmt: str, key: str) -> Row:
     if not isinstance(obj, dict):
         row.problems.append(_bad("FMT001", f"{key}: row is {type(obj).__name__}, expected a JSON object"))
         return row
-    try:  # a JSON escape of a lone surrogate ("\\ud800") decodes to a string no tokenizer can take
-        json.dumps(obj, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        row.problems.append(_bad("FMT001", f"{key}: holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}), "
+    # a JSON escape of a lone surrogate ("\\ud800") decodes to a string no tokenizer can take
+    if (cp := jsontext.lone_surrogate_in(obj)) is not None:
+        row.problems.append(_bad("FMT001", f"{key}: holds a lone surrogate (\\u{cp:04x}), "
                                            "which is not text: no UTF-8 encoding exists for it"))
         return row
     keys = set(obj)

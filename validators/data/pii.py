@@ -197,11 +197,10 @@ def redact_file(src, dst) -> tuple[int, int]:
                     continue
     out, changed = [], 0
     for row in rows:
-        red = redact_value(row)
-        text = json.dumps(red, ensure_ascii=False)
-        if jsontext.storable(text) != text:
+        if jsontext.lone_surrogate_in(row) is not None:
             continue
+        red = redact_value(row)
         changed += red != row
-        out.append(text)
+        out.append(json.dumps(red, ensure_ascii=False))
     write_file_atomic(Path(dst), ("\n".join(out) + "\n").encode("utf-8"))
     return len(out), changed
