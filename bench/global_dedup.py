@@ -52,18 +52,10 @@ def chunks(records: int):
 
 
 def band_keys(sig: np.ndarray) -> np.ndarray:
-    """n x BANDS keys, as candidate_pairs mixes them."""
-    from mashbill.validators.data.dedup import _mix
+    """n x BANDS keys, each the bucket candidate_pairs puts the row in for that band."""
+    from mashbill.validators.data.dedup import band_key
 
-    r = PERM // BANDS
-    out = np.empty((sig.shape[0], BANDS), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for b in range(BANDS):
-            key = np.full(sig.shape[0], np.uint64(b + 1), dtype=np.uint64)
-            for j in range(r):
-                key = _mix(key ^ sig[:, b * r + j])
-            out[:, b] = key
-    return out
+    return np.stack([band_key(sig, b, BANDS) for b in range(BANDS)], axis=1)
 
 
 def run_numpy(records: int, seed: int, out: Path) -> None:

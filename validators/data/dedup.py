@@ -103,34 +103,39 @@ def signatures(norm_texts: list[str], *, shingle: int = SHINGLE, num_perm: int =
     return out
 
 
+def band_key(sig: np.ndarray, band: int, bands: int) -> np.ndarray:
+    """Each row's bucket in one LSH band: the band's rows of the signature mixed into one uint64."""
+    r = sig.shape[1] // bands
+    key = np.full(sig.shape[0], np.uint64(band + 1), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(band * r, (band + 1) * r):
+            key = _mix(key ^ sig[:, j])
+    return key
+
+
 def candidate_pairs(sig: np.ndarray, bands: int) -> np.ndarray:
     """Pairs (i, j), i < j, sharing at least one LSH band bucket (k x 2 int64, unique)."""
-    n, p = sig.shape
+    n = sig.shape[0]
     if n < 2:
         return np.empty((0, 2), dtype=np.int64)
-    r = p // bands
     pairs = []
-    with np.errstate(over="ignore"):
-        for b in range(bands):
-            block = sig[:, b * r:(b + 1) * r]
-            key = np.full(n, np.uint64(b + 1), dtype=np.uint64)
-            for j in range(r):
-                key = _mix(key ^ block[:, j])
-            order = np.argsort(key, kind="stable")
-            k = key[order]
-            same = np.concatenate(([False], k[1:] == k[:-1]))
-            if not same.any():
-                continue
-            # each member of a bucket pairs with the bucket's first member and with its predecessor
-            idx = np.arange(n)
-            run_start = np.maximum.accumulate(np.where(~same, idx, 0))
-            members = np.nonzero(same)[0]
-            a = order[run_start[members]]
-            c = order[members]
-            prev = order[members - 1]
-            for x, y in ((a, c), (prev, c)):
-                lo, hi = np.minimum(x, y), np.maximum(x, y)
-                pairs.append(np.stack([lo, hi], axis=1))
+    for b in range(bands):
+        key = band_key(sig, b, bands)
+        order = np.argsort(key, kind="stable")
+        k = key[order]
+        same = np.concatenate(([False], k[1:] == k[:-1]))
+        if not same.any():
+            continue
+        # each member of a bucket pairs with the bucket's first member and with its predecessor
+        idx = np.arange(n)
+        run_start = np.maximum.accumulate(np.where(~same, idx, 0))
+        members = np.nonzero(same)[0]
+        a = order[run_start[members]]
+        c = order[members]
+        prev = order[members - 1]
+        for x, y in ((a, c), (prev, c)):
+            lo, hi = np.minimum(x, y), np.maximum(x, y)
+            pairs.append(np.stack([lo, hi], axis=1))
     if not pairs:
         return np.empty((0, 2), dtype=np.int64)
     allp = np.concatenate(pairs)
