@@ -175,9 +175,9 @@ RAW_PROMPT = """from_json(messages, '[{"role":"VARCHAR","content":"VARCHAR"}]')"
 def raw_floor(store: Path, spec_hash: str, out: Path) -> dict:
     """What DuckDB and Arrow alone take to move the accepted records of a spec hash from the store file into one
     Parquet file (issue 29): their key, output, query and prompt in the store's order, nothing selected, joined,
-    sorted or labelled: a floor for any freeze of this format on this machine ("store": seconds). And the same for a
-    format that keeps each distinct first (system) message once and a record's other messages beside its id
-    ("once": that table is made first, untimed). The store file is opened read-only with DuckDB itself: this
+    sorted or labelled: a floor for any freeze of this format on this machine (`store_s`). And the same for a format
+    that keeps each distinct first (system) message once and a record's other messages beside its id (`once_s`; that
+    table is made first, untimed). The store file is opened read-only with DuckDB itself: this
     measures the engine, not a path the product takes (that goes through `Store`)."""
     import warnings
 
