@@ -186,7 +186,10 @@ def redact_file(src, dst) -> tuple[int, int]:
 
     data = Path(src).read_bytes()
     if data.lstrip()[:1] == b"[":
-        rows = jsontext.loads(data.decode("utf-8"), keep_lone_surrogates=True)
+        # kept by the reader so that one such row does not lose the file; left out here (a JSONL line with one is not
+        # JSON to jsontext.loads, so it never reaches the rows)
+        rows = [row for row in jsontext.loads(data.decode("utf-8"), keep_lone_surrogates=True)
+                if jsontext.lone_surrogate_in(row) is None]
     else:
         rows = []
         for line in data.split(b"\n"):
@@ -197,8 +200,6 @@ def redact_file(src, dst) -> tuple[int, int]:
                     continue
     out, changed = [], 0
     for row in rows:
-        if jsontext.lone_surrogate_in(row) is not None:
-            continue
         red = redact_value(row)
         changed += red != row
         out.append(json.dumps(red, ensure_ascii=False))
