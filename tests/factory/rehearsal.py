@@ -18,11 +18,17 @@ KINDS = ("complexity", "routing", "plan")  # routing = the category labels
 
 
 def seed_rows(kind: str, n: int, corpus: dict) -> list[dict]:
-    """n distinct seed inputs: corpus queries with numbered suffixes (complexity, routing), or arithmetic
-    requests (plan: "What is A * B + C?", operands drawn from n)."""
+    """n distinct seed inputs: corpus queries with numbered suffixes (complexity, routing), or plan requests of
+    the classes of tests/factory/replay_plans.py taking turns (their class as `type`)."""
     if kind == "plan":
-        return [{"query": f"What is {1000 + i % 9000} * {11 + (i // 9000) % 89} + {i // 801000 + 2}?",
-                 "lang": "en", "type": "arithmetic"} for i in range(n)]
+        from tests.factory.replay_plans import plan_query
+
+        rows = []
+        for i in range(n):
+            cls, query = plan_query(i)
+            rows.append({"query": query, "lang": "de" if cls in ("division_de", "law_paragraph") else "en",
+                         "type": cls})
+        return rows
     queries = sorted(corpus)
     return [{"query": variant(queries[i % len(queries)], i), "lang": "en", "type": "general"} for i in range(n)]
 

@@ -13,8 +13,9 @@ Each record gets one outcome from `outcome(seed, query)` (a hash of the seed and
 run sees the same one), drawn with the probabilities of the mix:
 
   ok          an accepted answer (complexity: the accepted label; routing: experts + that label; plan: a plan)
-  wrong       complexity: the wrong label (its one reject rule code); plan: an invented operand (ARG001 and
-              ARG002); routing has no rule set, so its `wrong` is an ok answer
+  wrong       complexity: the wrong label (its one reject rule code); plan: its class's wrong plan (an invented
+              operand, a date off by years, a request given to the wrong expert ...: tests/factory/replay_plans.py,
+              whose codes the real rules decide); routing has no rule set, so its `wrong` is an ok answer
   unparseable HTTP 200 whose content is not JSON                      -> PARSE001
   length      half an answer, finish_reason "length"                  -> TRUNC001 and PARSE001
   429         HTTP 429 with Retry-After: 0 on the first attempt, then ok (a retry, accounted)
@@ -42,8 +43,6 @@ COMPLEXITY_RULES = LIB / "shared" / "rules" / "moe-complexity@3.yaml"
 CLASSES = ("trivial", "moderate", "complex", "memory_recall")
 OUTCOMES = ("ok", "wrong", "unparseable", "length", "429", "500")
 MIX = {"ok": 0.80, "wrong": 0.06, "unparseable": 0.03, "length": 0.03, "429": 0.04, "500": 0.04}
-# an invented operand ("+ 7919") is a number the query does not hold (ARG001) and an operation it does not state (ARG002)
-PLAN_WRONG_CODES = ("ARG001", "ARG002")
 _VARIANT = re.compile(r" \[r(\d+)\]$")
 _REQUEST = re.compile(r"Request: (.*)\Z", re.S)
 
@@ -99,6 +98,13 @@ def outcome(seed: int, key: str, mix: dict[str, float] = MIX) -> str:
     return "ok"
 
 
+def plan_wrong_codes(query: str) -> tuple[str, ...]:
+    """The reject codes of the wrong plan for a plan request (its class's, as the real rules give them)."""
+    from tests.factory.replay_plans import read_plan_query, wrong_codes
+
+    return wrong_codes()[read_plan_query(query)[0].name]
+
+
 def expected_counts(seed: int, queries, corpus: dict, mix: dict[str, float] = MIX, *, kind: str = "complexity"
                     ) -> dict[str, Counter]:
     """What a first run over `queries` must store: records by status, reject codes, teacher calls and retries."""
@@ -108,7 +114,7 @@ def expected_counts(seed: int, queries, corpus: dict, mix: dict[str, float] = MI
         o = outcome(seed, q, mix)
         if o == "wrong" and kind != "routing":
             status["rejected"] += 1
-            codes.update([corpus[base_query(q)]["code"]] if kind == "complexity" else PLAN_WRONG_CODES)
+            codes.update([corpus[base_query(q)]["code"]] if kind == "complexity" else plan_wrong_codes(q))
         elif o in ("unparseable", "length"):
             status["rejected"] += 1
             codes["PARSE001"] += 1  # half a JSON answer is not JSON either: `length` carries both codes
@@ -148,16 +154,6 @@ def _request_schema(body: dict) -> dict:
     if isinstance(body.get("structured_outputs"), dict):
         return body["structured_outputs"].get("json") or {}
     return body.get("guided_json") or {}
-
-
-def plan_answer(query: str, invented: bool) -> list[dict]:
-    """A one-task precision plan for an arithmetic seed ("What is A * B + C?"); `invented` adds an operand the
-    query does not hold (ARG001)."""
-    m = re.search(r"What is (\d+) \* (\d+) \+ (\d+)\?", query)
-    a, b, c = m.groups() if m else ("2", "3", "4")
-    expr = f"{a} * {b} + {c}" + (" + 7919" if invented else "")
-    return [{"task": f"Compute {a} * {b} + {c} exactly", "category": "precision_tools", "mcp_tool": "calculate",
-             "mcp_args": {"expression": expr}}]
 
 
 class ReplayServer:
@@ -225,6 +221,8 @@ class ReplayServer:
                                "web_research": False, "graphrag": False})
         if "complexity" in props:
             return json.dumps({"complexity": entry["wrong"] if o == "wrong" else entry["label"]})
+        from tests.factory.replay_plans import plan_answer
+
         return json.dumps(plan_answer(query, o == "wrong"))
 
     # -- the HTTP server (asyncio, HTTP/1.1 keep-alive; only what an OpenAI client sends)
@@ -299,6 +297,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--model", default="replay")
     args = ap.parse_args()
+    import sys
+
+    sys.path.insert(0, str(ROOT))  # run as a script: the plan classes are tests.factory.replay_plans
     server = ReplayServer(build_corpus(), seed=args.seed, model=args.model, port=args.port)
     server.start()
     print(f"replay server on {server.url}", flush=True)

@@ -10,6 +10,7 @@ import pytest
 
 from mashbill.cli.make.generate import run_generate
 from tests.factory.rehearsal import seed_rows, write_seeds, write_spec
+from tests.factory.replay_plans import CLASSES, plan_answer, plan_query, read_plan_query, wrong_codes
 from tests.factory.replay_server import ReplayServer, build_corpus, expected_counts, outcome
 from tests.factory.teacher_helpers import sql
 
@@ -50,6 +51,10 @@ def test_the_error_mix_is_the_verdict_counts(kind, n, corpus, tmp_path):
     assert errors == Counter({"HTTP 429": mix["429"], "HTTP 500": mix["500"]}) - Counter()
     calls, retries = sql(store, "SELECT calls, retries FROM runs")[0]
     assert calls == sql(store, "SELECT count(*) FROM teacher_calls")[0][0] == n + retries
+    if kind == "plan":  # wrong plans of several classes, each with its class's codes
+        wrong = {read_plan_query(q)[0].name for q in queries if outcome(SEED, q) == "wrong"}
+        assert len(wrong) >= 4, wrong
+        assert {c for cls in wrong for c in wrong_codes()[cls]} <= set(expected["codes"])
     if kind == "complexity":  # the wrong labels are the rules' codes, one per wrong record
         rule_codes = {c: k for c, k in expected["codes"].items() if c.startswith("CPLX")}
         assert sum(rule_codes.values()) == mix["wrong"]
@@ -65,3 +70,23 @@ def test_a_rerun_asks_for_nothing_and_a_changed_seed_changes_the_mix(corpus, tmp
     assert again.requested == 0 and again.skipped == 120
     queries = [r["query"] for r in rows]
     assert expected_counts(SEED, queries, corpus) != expected_counts(SEED + 1, queries, corpus)
+
+
+def test_plan_requests_are_classes_of_phrasing_whose_wrong_plans_the_rules_reject():
+    """Plan seeds take turns over classes of requests (not one template), each read back to its class by the server,
+    all distinct; the real rules reject each class's wrong plan with its own codes (wrong_codes refuses a class whose
+    right plan they reject or whose wrong plan's codes vary), and a request of no class gets no plan."""
+    seen = set()
+    for i in range(50_000):
+        name, query = plan_query(i)
+        if i < 3 * len(CLASSES):
+            assert read_plan_query(query)[0].name == name, query
+        seen.add(query)
+    assert len(seen) == 50_000
+    codes = wrong_codes()
+    assert set(codes) == {c.name for c in CLASSES} and all(codes.values())
+    assert len(CLASSES) == 14 and len(set(codes.values())) >= 8  # the classes reach different rules (docs/scale.md)
+    assert set().union(*codes.values()) == {"ARG001", "ARG002", "ARG003", "ARG004", "FIT001", "FIT002", "HR003",
+                                            "HR006", "PLAN004"}
+    with pytest.raises(ValueError, match="no plan class"):
+        plan_answer("What is the airspeed of an unladen swallow?", wrong=False)
