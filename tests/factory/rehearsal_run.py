@@ -246,8 +246,8 @@ def rehearse(root: Path, records: int, *, shards: int = 8, kill: int = 2, parall
             return result
         st = run.stage("validate", records)
         t0 = time.perf_counter()
-        for kind in prep["kinds"]:  # exit 1: some accepted record got a reject verdict (a duplicate, a span)
-            run.run("validate", prep["kinds"][kind]["spec"], "--store", merged, "-q", "--audit-sample", "20", ok=(0, 1))
+        for kind in prep["kinds"]:  # exit 0: no accepted record rejected (right answers that fit the window)
+            run.run("validate", prep["kinds"][kind]["spec"], "--store", merged, "-q", "--audit-sample", "20")
         st.wall_s, st.disk_bytes = time.perf_counter() - t0, _disk(merged)
         if until == "validate":
             return result
