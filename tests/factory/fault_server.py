@@ -14,9 +14,10 @@ names the fault for that attempt, or None:
   schema    a normal answer whose content violates the schema
   truncate  half an answer with finish_reason "length"
   prose     ignore the schema and answer in prose
-  runaway   a degenerate answer, one of RUNAWAY by a hash of the key: "[" until the token limit (finish_reason
-            "length"), digits until the token limit, NaN where a value belongs, a value nested 70 levels deep, a
-            lone surrogate escaped in the answer's JSON, and one escaped in the reply's (so the client's text holds it)
+  runaway   a degenerate answer, one of RUNAWAY by the request's seed index (else by a hash of the key): "[" until
+            the token limit (finish_reason "length"), digits until the token limit, NaN where a value belongs, a
+            value nested 70 levels deep, a lone surrogate escaped in the answer's JSON, and one escaped in the
+            reply's (so the client's text holds it)
   slow      sleep `slow_s`, then answer normally
   hold      wait until the test sets `server.gate`, then answer normally
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -39,6 +41,7 @@ FAULTS = ("500", "429", "hang", "close", "nonjson", "schema", "truncate", "prose
 RUNAWAY = (("[" * 5000, "length"), ("1" * 5000, "length"), ('{"value": NaN}', "stop"),
            ('{"value": ' + "[" * 70 + "1" + "]" * 70 + "}", "stop"), ('{"value": "\\ud800 x"}', "stop"),
            ('{"value": "\ud800 raw"}', "stop"))
+_SEED_INDEX = re.compile(r"\bq(\d{3})\b")  # the seed index in a test's request (teacher_helpers.tag)
 
 
 def instance(schema: dict, seed: str, name: str = "") -> object:
@@ -208,8 +211,10 @@ class FaultServer:
                     text = json.dumps(instance(schema, seed))
                 if fault == "truncate":
                     text, finish = text[: max(1, len(text) // 2)], "length"
-                if fault == "runaway":
-                    text, finish = RUNAWAY[int(seed[:8], 16) % len(RUNAWAY)]
+                if fault == "runaway":  # by the seed's index where the request has one: n requests in a row
+                    # meet every shape, whatever the spec's hash (it holds the checkout's path) does to the keys
+                    at = _SEED_INDEX.search(key)
+                    text, finish = RUNAWAY[(int(at.group(1)) if at else int(seed[:8], 16)) % len(RUNAWAY)]
                 words = sum(len(str(m.get("content", "")).split()) for m in messages)
                 reply = {"id": "chatcmpl-" + seed[:12], "object": "chat.completion", "model": server.model,
                          "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

@@ -9,9 +9,10 @@ A class's right plan is what its requests need; its wrong plan is a typical teac
 operand, a date off by years, a creative or translation request given to `general`, a law paragraph explained
 without fetching it, code written without the research it needs, research without a search query).
 
-What the rules say of them is never written down here: `wrong_codes` runs the real record checker of the replay plan
-spec (moe-routing@6 with its catalog, taxonomy and prompt) on a spread sample of each class's requests and takes the reject codes of its wrong plan,
-refusing a class whose right plan is rejected or whose wrong plan's codes differ within the sample.
+What the rules say of them is never written down here: `wrong_codes` runs the real record checker of the replay
+plan spec (moe-routing@6 with its catalog, taxonomy and prompt) on a spread sample of each class's requests and
+takes the reject codes of its wrong plan, refusing a class whose right plan is rejected or whose wrong plan's codes
+differ within the sample.
 """
 
 from __future__ import annotations
