@@ -65,31 +65,26 @@ def _n(s, key) -> int:
     return int(s[key])
 
 
+def _calculation(name: str, query: str, slots, task: str, expression: str, wrong: str) -> PlanClass:
+    """A class answered by one `calculate` call; its wrong plan computes with an invented operand."""
+    def plan(expr: str):
+        return lambda s: [_tool(task.format(**s), "calculate", {"expression": expr.format(**s, invented=INVENTED)})]
+
+    return PlanClass(name, query, slots, plan(expression), plan(wrong))
+
+
 CLASSES = (
-    PlanClass("arithmetic", "What is {a} * {b} + {c}?",
-              lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89, "c": 2 + j // 801000},
-              lambda s: [_tool(f"Compute {s['a']} * {s['b']} + {s['c']} exactly", "calculate",
-                               {"expression": f"{s['a']} * {s['b']} + {s['c']}"})],
-              lambda s: [_tool(f"Compute {s['a']} * {s['b']} + {s['c']} exactly", "calculate",
-                               {"expression": f"{s['a']} * {s['b']} + {s['c']} + {INVENTED}"})]),
-    PlanClass("percent", "What is {p}% of {a}?",
-              lambda j: {"p": 11 + (j // 9000) % 89, "a": 1000 + j % 9000},
-              lambda s: [_tool(f"Compute {s['p']}% of {s['a']}", "calculate",
-                               {"expression": f"{s['a']} * {s['p']} / 100"})],
-              lambda s: [_tool(f"Compute {s['p']}% of {s['a']}", "calculate",
-                               {"expression": f"{s['a']} * {INVENTED} / 100"})]),
-    PlanClass("power", "How much is {a} to the power of {e}?",
-              lambda j: {"a": 1000 + j % 9000, "e": 2 + (j // 9000) % 3},
-              lambda s: [_tool(f"Compute {s['a']} to the power of {s['e']}", "calculate",
-                               {"expression": f"{s['a']} ** {s['e']}"})],
-              lambda s: [_tool(f"Compute {s['a']} to the power of {s['e']}", "calculate",
-                               {"expression": f"{s['a']} ** {INVENTED}"})]),
-    PlanClass("division_de", "Berechne {a} geteilt durch {b}.",
-              lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89},
-              lambda s: [_tool(f"Berechne {s['a']} geteilt durch {s['b']}", "calculate",
-                               {"expression": f"{s['a']} / {s['b']}"})],
-              lambda s: [_tool(f"Berechne {s['a']} geteilt durch {s['b']}", "calculate",
-                               {"expression": f"{s['a']} / {_n(s, 'b') + INVENTED}"})]),
+    _calculation("arithmetic", "What is {a} * {b} + {c}?",
+                 lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89, "c": 2 + j // 801000},
+                 "Compute {a} * {b} + {c} exactly", "{a} * {b} + {c}", "{a} * {b} + {c} + {invented}"),
+    _calculation("percent", "What is {p}% of {a}?", lambda j: {"p": 11 + (j // 9000) % 89, "a": 1000 + j % 9000},
+                 "Compute {p}% of {a}", "{a} * {p} / 100", "{a} * {invented} / 100"),
+    _calculation("power", "How much is {a} to the power of {e}?",
+                 lambda j: {"a": 1000 + j % 9000, "e": 2 + (j // 9000) % 3},
+                 "Compute {a} to the power of {e}", "{a} ** {e}", "{a} ** {invented}"),
+    _calculation("division_de", "Berechne {a} geteilt durch {b}.",
+                 lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89},
+                 "Berechne {a} geteilt durch {b}", "{a} / {b}", "{a} / {invented}"),
     PlanClass("unit_conversion", "Convert {v} kilometers to miles.",
               lambda j: {"v": 5 + j},
               lambda s: [_tool(f"Convert {s['v']} km to miles", "unit_convert",
