@@ -87,9 +87,9 @@ def write_spec(folder: Path, kind: str, seeds: Path, *, name: str | None = None,
                        **(runtime or {})}
     spec["trainer_profile"] = {"tokenizer": "embedded:smollm2-135m-instruct",
                                "chat_template": str(shared / "templates" / "chatml-generation@1.jinja"),
-                               # the library specs' window: the plan spec's training prompt alone is ~2,500 tokens, and
-                       # at 1024 every plan target (0.4% of the category ones) was cut: validation rejected them
-                       "max_seq_len": 4096, "loss": "assistant-only"}
+                               # the library specs' window: the plan spec's training prompt alone is ~2,500
+                               # tokens; at 1024 every plan target (0.4% of the category ones) was cut off
+                               "max_seq_len": 4096, "loss": "assistant-only"}
     path = folder / f"{name}@1.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     rs = load_spec(path)

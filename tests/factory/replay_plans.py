@@ -30,7 +30,7 @@ ALGORITHMS = ("Dijkstra's shortest path algorithm", "the A* search algorithm", "
               "the Raft consensus algorithm")
 BOOKS = ("Pride and Prejudice", "The Trial", "Moby-Dick", "Faust", "War and Peace", "Don Quixote")
 LAWS = ("BGB", "StGB", "HGB")
-INVENTED = 7919  # a number no request of these classes holds
+INVENTED = 99991  # a number no request holds: every slot stays below it (unit and mean values wrap at 90,000)
 
 
 def _task(task: str, category: str, **fields) -> dict:
@@ -86,7 +86,7 @@ CLASSES = (
                  lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89},
                  "Berechne {a} geteilt durch {b}", "{a} / {b}", "{a} / {invented}"),
     PlanClass("unit_conversion", "Convert {v} kilometers to miles.",
-              lambda j: {"v": 5 + j},
+              lambda j: {"v": 5 + j % 90000},
               lambda s: [_tool(f"Convert {s['v']} km to miles", "unit_convert",
                                {"value": _n(s, "v"), "from_unit": "km", "to_unit": "mile"})],
               lambda s: [_tool(f"Convert {s['v']} km to miles", "unit_convert",
@@ -110,7 +110,7 @@ CLASSES = (
               lambda s: [_tool(f"Compute gcd({s['a']}, {s['b']})", "gcd_lcm",
                                {"a": _n(s, "a"), "b": INVENTED, "operation": "gcd"})]),
     PlanClass("mean", "What is the mean of {a}, {b}, {c} and {d}?",
-              lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89, "c": 2 + j % 7, "d": 5 + j},
+              lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89, "c": 2 + j % 7, "d": 5 + j % 90000},
               lambda s: [_tool("Compute the mean of the numbers", "statistics_calc",
                                {"data": f"{s['a']},{s['b']},{s['c']},{s['d']}", "operations": "mean"})],
               lambda s: [_tool("Compute the mean of the numbers", "statistics_calc",
@@ -144,7 +144,8 @@ CLASSES = (
 
 
 def plan_query(i: int) -> tuple[str, str]:
-    """Seed input i: (its class's name, its request). Classes take turns; j = i // len(CLASSES) fills the slots."""
+    """Seed input i: (its class's name, its request). Classes take turns; j = i // len(CLASSES) fills the slots.
+    The requests are distinct for the first 1,260,000 (90,000 a class: a unit conversion's value wraps there)."""
     cls = CLASSES[i % len(CLASSES)]
     return cls.name, cls.query.format(**cls.slots(i // len(CLASSES)))
 
@@ -167,7 +168,9 @@ def plan_answer(query: str, wrong: bool) -> list[dict]:
     return cls.wrong(slots) if wrong else cls.right(slots)
 
 
-SAMPLE = (0, 1, 2, 3, 5, 8, 13, 29, 61, 127, 255, 800, 2047, 9001, 12345, 65537, 99991, 250000, 801001)
+# spread over every slot's cycle, with the seeds where a slot once took the invented number's old value (7919)
+SAMPLE = (0, 1, 2, 3, 5, 8, 13, 29, 61, 127, 255, 800, 2047, 6919, 7914, 9001, 12345, 65537, 89995, 99991, 250000,
+          801001)
 
 
 @functools.lru_cache(maxsize=1)

@@ -32,6 +32,7 @@ import asyncio
 import hashlib
 import json
 import re
+import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -297,8 +298,6 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--model", default="replay")
     args = ap.parse_args()
-    import sys
-
     sys.path.insert(0, str(ROOT))  # run as a script: the plan classes are tests.factory.replay_plans
     server = ReplayServer(build_corpus(), seed=args.seed, model=args.model, port=args.port)
     server.start()
