@@ -29,19 +29,22 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+try:
+    from tests.factory.teacher_helpers import tag
+except ImportError:  # run as a script (tests/factory/test_slurm.py): its own folder is on the path
+    from teacher_helpers import tag
+
 FAULTS = ("500", "429", "hang", "close", "nonjson", "schema", "truncate", "prose", "slow", "hold", "runaway")
 # (content, finish_reason) of the `runaway` fault: what a small model stuck in a loop, or a hostile server, sends
 RUNAWAY = (("[" * 5000, "length"), ("1" * 5000, "length"), ('{"value": NaN}', "stop"),
            ('{"value": ' + "[" * 70 + "1" + "]" * 70 + "}", "stop"), ('{"value": "\\ud800 x"}', "stop"),
            ('{"value": "\ud800 raw"}', "stop"))
-_SEED_INDEX = re.compile(r"\bq(\d{3})\b")  # the seed index in a test's request (teacher_helpers.tag)
 
 
 def instance(schema: dict, seed: str, name: str = "") -> object:
@@ -213,8 +216,8 @@ class FaultServer:
                     text, finish = text[: max(1, len(text) // 2)], "length"
                 if fault == "runaway":  # by the seed's index where the request has one: n requests in a row
                     # meet every shape, whatever the spec's hash (it holds the checkout's path) does to the keys
-                    at = _SEED_INDEX.search(key)
-                    text, finish = RUNAWAY[(int(at.group(1)) if at else int(seed[:8], 16)) % len(RUNAWAY)]
+                    at = tag(key)
+                    text, finish = RUNAWAY[(at if at is not None else int(seed[:8], 16)) % len(RUNAWAY)]
                 words = sum(len(str(m.get("content", "")).split()) for m in messages)
                 reply = {"id": "chatcmpl-" + seed[:12], "object": "chat.completion", "model": server.model,
                          "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
