@@ -26,8 +26,7 @@ def seed_rows(kind: str, n: int, corpus: dict) -> list[dict]:
         rows = []
         for i in range(n):
             cls, query = plan_query(i)
-            rows.append({"query": query, "lang": "de" if cls in ("division_de", "law_paragraph") else "en",
-                         "type": cls})
+            rows.append({"query": query, "lang": cls.lang, "type": cls.name})
         return rows
     queries = sorted(corpus)
     return [{"query": variant(queries[i % len(queries)], i), "lang": "en", "type": "general"} for i in range(n)]

@@ -52,6 +52,11 @@ class PlanClass:
     slots: Callable[[int], dict]  # seed input j -> slot values (str or int)
     right: Callable[[dict], list]  # slot values as read back from a query (strings) -> the right plan
     wrong: Callable[[dict], list]
+    lang: str = "en"
+
+    def request(self, j: int) -> str:
+        """The class's request for slot input j."""
+        return self.query.format(**self.slots(j))
 
     @functools.cached_property
     def pattern(self) -> re.Pattern:
@@ -65,12 +70,12 @@ def _n(s, key) -> int:
     return int(s[key])
 
 
-def _calculation(name: str, query: str, slots, task: str, expression: str, wrong: str) -> PlanClass:
+def _calculation(name: str, query: str, slots, task: str, expression: str, wrong: str, lang: str = "en") -> PlanClass:
     """A class answered by one `calculate` call; its wrong plan computes with an invented operand."""
     def plan(expr: str):
         return lambda s: [_tool(task.format(**s), "calculate", {"expression": expr.format(**s, invented=INVENTED)})]
 
-    return PlanClass(name, query, slots, plan(expression), plan(wrong))
+    return PlanClass(name, query, slots, plan(expression), plan(wrong), lang)
 
 
 CLASSES = (
@@ -84,7 +89,7 @@ CLASSES = (
                  "Compute {a} to the power of {e}", "{a} ** {e}", "{a} ** {invented}"),
     _calculation("division_de", "Berechne {a} geteilt durch {b}.",
                  lambda j: {"a": 1000 + j % 9000, "b": 11 + (j // 9000) % 89},
-                 "Berechne {a} geteilt durch {b}", "{a} / {b}", "{a} / {invented}"),
+                 "Berechne {a} geteilt durch {b}", "{a} / {b}", "{a} / {invented}", "de"),
     PlanClass("unit_conversion", "Convert {v} kilometers to miles.",
               lambda j: {"v": 5 + j % 90000},
               lambda s: [_tool(f"Convert {s['v']} km to miles", "unit_convert",
@@ -120,7 +125,7 @@ CLASSES = (
               lambda s: [_tool(f"Hole den Wortlaut von § {s['p']} {s['law']}", "legal_get_paragraph",
                                {"law": s["law"], "paragraph": s["p"]}, id="t1"),
                          _task(f"Erkläre § {s['p']} {s['law']}", "legal_advisor", id="t2", depends_on="t1")],
-              lambda s: [_task(f"Erkläre § {s['p']} {s['law']}", "legal_advisor")]),
+              lambda s: [_task(f"Erkläre § {s['p']} {s['law']}", "legal_advisor")], "de"),
     PlanClass("implement", "Implement {algo} in Python for project {j}.",
               lambda j: {"algo": ALGORITHMS[j % len(ALGORITHMS)], "j": j},
               lambda s: [_task(f"Research how {s['algo']} works", "research",
@@ -143,11 +148,11 @@ CLASSES = (
 )
 
 
-def plan_query(i: int) -> tuple[str, str]:
-    """Seed input i: (its class's name, its request). Classes take turns; j = i // len(CLASSES) fills the slots.
-    The requests are distinct for the first 1,260,000 (90,000 a class: a unit conversion's value wraps there)."""
+def plan_query(i: int) -> tuple[PlanClass, str]:
+    """Seed input i: (its class, its request). Classes take turns; j = i // len(CLASSES) fills the slots. The
+    requests are distinct for the first 1,260,000 (90,000 a class: a unit conversion's value wraps there)."""
     cls = CLASSES[i % len(CLASSES)]
-    return cls.name, cls.query.format(**cls.slots(i // len(CLASSES)))
+    return cls, cls.request(i // len(CLASSES))
 
 
 def read_plan_query(query: str) -> tuple[PlanClass, dict] | None:
@@ -197,7 +202,7 @@ def wrong_codes() -> dict[str, tuple[str, ...]]:
     for cls in CLASSES:
         seen = set()
         for j in SAMPLE:
-            query = cls.query.format(**cls.slots(j))
+            query = cls.request(j)
             slots = cls.pattern.match(query).groupdict()
             right = rejects(query, cls.right(slots))
             if right:
