@@ -13,9 +13,9 @@ each in a process of its own and each timed inside it (Python's start not counte
    format 2 with the heads in a file of their own, a split rule SQL can express).
 
 It reads the store's DuckDB file directly, as `bench/freeze.py --floor` does: it measures a layout the `Store` does
-not have. The store of (2) is prepared first and timed apart (`prepare_s`): the store's tables attached read-only, and beside
-them each accepted record's messages as a head id (its first message, kept once in `heads`) and its other messages
-as a native list of structs, which is what a store migration would keep. What (2) does, each a statement:
+not have. The store of (2) is prepared first and timed apart (`prepare_s`): the store's tables attached read-only,
+and beside them each accepted record's messages as a head id (its first message, kept once in `heads`) and its
+other messages as a native list of structs, which is what a store migration would keep. What (2) does, each a statement:
 - selection: a record is usable when accepted, its latest validation mark passed, no judge's reject and no review
   row (the common path of `factory.usable`; a store with review rows would need today's walk for those records);
 - labels and cell: the output's `complexity` and the language (input, else meta, else "none"), cell `complexity/lang`;
