@@ -7,7 +7,9 @@ whole `OnnxPredictor.logits_one` call (Rust tokenizer + session), so the number 
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -57,6 +59,53 @@ def parity(reference: np.ndarray, candidate: np.ndarray, gold: list, id2label: d
             "disagreements": [i for i, (a, b) in enumerate(zip(ref_l, cand_l)) if a != b][:20]}
 
 
+PARALLEL_FROM = 2_000  # texts: below it one process (a worker's start, ~2 s of imports, would outweigh its share)
+MAX_WORKERS = 4  # each holds a session and a tokenizer (~250 MB): a 16 GB laptop keeps room
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _block_logits(path: str, texts: list[str]) -> np.ndarray:
+    """One block's logits at batch 1 on a one-thread session (in a worker process, or in this one)."""
+    from mashbill.exporters.predict import OnnxPredictor
+
+    pred = OnnxPredictor(Path(path), threads=1)
+    return np.concatenate([pred.logits_one(t) for t in texts])
+
+
+def candidate_logits(path: Path, texts: list[str], workers: int | None = None) -> np.ndarray:
+    """Every text's logits at batch 1 on a one-thread session, as deployed, in the texts' order; contiguous blocks
+    of them in `workers` processes (default: the CPUs this process may use, at most MAX_WORKERS, and one below
+    PARALLEL_FROM texts). A row is what one process gives it (the same graph, session options and input), so the
+    report does not depend on the number of workers (issue 29: 44,772 eval texts of a million-record rehearsal
+    took ~350 s in one process, most of `export onnx`)."""
+    from mashbill.exporters.runs import ExportError
+
+    if workers is None:
+        workers = min(usable_cpus(), MAX_WORKERS) if len(texts) >= PARALLEL_FROM else 1
+    workers = max(1, min(workers, len(texts)))
+    if workers == 1:
+        return _block_logits(str(path), texts)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    size = -(-len(texts) // workers)
+    blocks = [texts[at:at + size] for at in range(0, len(texts), size)]
+    # spawned, not forked: this process has run torch and the HF tokenizer's threads
+    try:
+        with ProcessPoolExecutor(len(blocks), mp_context=multiprocessing.get_context("spawn")) as pool:
+            return np.concatenate(list(pool.map(_block_logits, [str(path)] * len(blocks), blocks)))
+    except BrokenProcessPool:
+        raise ExportError(f"{path}: a parity worker process ended without a result (killed, or out of memory?); "
+                          "nothing was written") from None
+
+
 def latency(predictor, texts: list[str], *, samples: int = 300, warmup: int = 20) -> dict:
     """Per-request wall time in ms (p50/p95/p99, mean), cycling through `texts`."""
     for i in range(warmup):
@@ -87,9 +136,8 @@ def onnx_report(model, tokenizer, paths: dict, snapshot: Snapshot, *, max_length
               "encoder": encoder_layers(model.config),
               "parity": {}, "latency": {}}
     for name in ("fp32", "int8"):
-        pred = OnnxPredictor(paths[name], threads=1)
         # batch 1, as deployed: dynamic INT8 scales depend on what shares a batch
-        candidate = np.concatenate([pred.logits_one(t) for t in texts])
+        candidate = candidate_logits(paths[name], texts)
         report["parity"][name] = parity(reference, candidate, gold, id2label, multi)
     for name in ("fp32", "int8"):
         for t in threads:

@@ -1,0 +1,30 @@
+"""Parity's batch-1 pass over the eval split, in worker processes (issue 29: at a million records it was most of
+`export onnx`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mashbill.exporters.onnx.parity import candidate_logits, labelled_texts
+from mashbill.exporters.runs import ExportError, Snapshot
+
+
+def test_parity_logits_are_the_same_in_worker_processes_as_in_one(onnx_export, plan_snapshot):
+    """Blocks of texts go to worker processes; every row must be exactly what one process gives that text (the
+    same graph, session options and input), in the texts' order, for the fp32 and the INT8 graph."""
+    path, _ = onnx_export
+    texts, _ = labelled_texts(Snapshot(plan_snapshot.path, plan_snapshot.manifest))
+    texts = [*texts, *(f"{t} Answer in German, please." for t in texts), "", "x"]
+    for graph in ("model.onnx", "model.int8.onnx"):
+        one = candidate_logits(path / graph, texts, workers=1)
+        assert one.shape[0] == len(texts) and len({row.tobytes() for row in one}) > len(texts) // 2
+        assert np.array_equal(candidate_logits(path / graph, texts, workers=3), one), graph
+        assert np.array_equal(candidate_logits(path / graph, texts), one), graph  # the default: one process here
+
+
+def test_a_worker_that_cannot_load_the_graph_fails_the_call_with_its_reason(tmp_path):
+    missing = tmp_path / "model.onnx"
+    missing.write_bytes(b"not an onnx graph")
+    with pytest.raises(ExportError, match="onnxruntime cannot load it"):
+        candidate_logits(missing, ["a", "b", "c", "d"], workers=2)
