@@ -78,12 +78,35 @@ def _block_logits(path: str, texts: list[str]) -> np.ndarray:
     return np.concatenate([pred.logits_one(t) for t in texts])
 
 
+def _worker(block: str, out: str) -> None:
+    """A worker process's whole job: the block (a JSON file of [graph path, texts]) to its logits (an .npy file);
+    an ExportError becomes its message on stderr and exit status 2."""
+    import json
+    import sys
+
+    from mashbill.exporters.runs import ExportError
+
+    path, texts = json.loads(Path(block).read_text(encoding="utf-8"))
+    try:
+        np.save(out, _block_logits(path, texts))
+    except ExportError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(2)
+
+
 def candidate_logits(path: Path, texts: list[str], workers: int | None = None) -> np.ndarray:
     """Every text's logits at batch 1 on a one-thread session, as deployed, in the texts' order; contiguous blocks
     of them in `workers` processes (default: the CPUs this process may use, at most MAX_WORKERS, and one below
     PARALLEL_FROM texts). A row is what one process gives it (the same graph, session options and input), so the
-    report does not depend on the number of workers (issue 29: 44,772 eval texts of a million-record rehearsal
-    took ~350 s in one process, most of `export onnx`)."""
+    report does not depend on the number of workers (issue 29: the 44,772 eval texts of a million-record rehearsal
+    took 223 s in one process, most of `export onnx`). The workers are fresh interpreters that import only this
+    module: not forked (this process has run torch and the HF tokenizer's threads), and not multiprocessing's
+    spawn, which runs the caller's main script again in each worker unless it is guarded."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
     from mashbill.exporters.runs import ExportError
 
     if workers is None:
@@ -91,19 +114,28 @@ def candidate_logits(path: Path, texts: list[str], workers: int | None = None) -
     workers = max(1, min(workers, len(texts)))
     if workers == 1:
         return _block_logits(str(path), texts)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
     size = -(-len(texts) // workers)
     blocks = [texts[at:at + size] for at in range(0, len(texts), size)]
-    # spawned, not forked: this process has run torch and the HF tokenizer's threads
-    try:
-        with ProcessPoolExecutor(len(blocks), mp_context=multiprocessing.get_context("spawn")) as pool:
-            return np.concatenate(list(pool.map(_block_logits, [str(path)] * len(blocks), blocks)))
-    except BrokenProcessPool:
-        raise ExportError(f"{path}: a parity worker process ended without a result (killed, or out of memory?); "
-                          "nothing was written") from None
+    with tempfile.TemporaryDirectory(prefix="mashbill-parity-") as tmp:
+        procs = []
+        for k, block in enumerate(blocks):
+            (Path(tmp) / f"{k}.json").write_text(json.dumps([str(path), block]), encoding="utf-8")
+            code = (f"from mashbill.exporters.onnx.parity import _worker; "
+                    f"_worker({str(Path(tmp) / f'{k}.json')!r}, {str(Path(tmp) / f'{k}.npy')!r})")
+            procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, text=True))
+        failed = []
+        for proc in procs:  # each worker's stderr read to its end: a full pipe cannot stall it
+            err = proc.communicate()[1]
+            if proc.returncode:
+                failed.append((proc.returncode, err.strip().splitlines()[-1] if err.strip() else ""))
+        if failed:
+            code, why = failed[0]
+            if code == 2 and why:  # the worker's own ExportError
+                raise ExportError(why)
+            raise ExportError(f"{path}: a parity worker process ended with status {code} without a result "
+                              f"(killed, or out of memory?){': ' + why if why else ''}; nothing was written")
+        return np.concatenate([np.load(Path(tmp) / f"{k}.npy") for k in range(len(blocks))])
 
 
 def latency(predictor, texts: list[str], *, samples: int = 300, warmup: int = 20) -> dict:

@@ -28,3 +28,28 @@ def test_a_worker_that_cannot_load_the_graph_fails_the_call_with_its_reason(tmp_
     missing.write_bytes(b"not an onnx graph")
     with pytest.raises(ExportError, match="onnxruntime cannot load it"):
         candidate_logits(missing, ["a", "b", "c", "d"], workers=2)
+
+
+def test_a_callers_unguarded_script_is_not_run_again_by_the_workers(onnx_export, tmp_path):
+    """A user's script that exports from Python without an `if __name__ == "__main__"` guard: multiprocessing's
+    spawn would run it again in every worker (and fail). The workers are fresh interpreters: the script runs once
+    and gets every logit."""
+    import subprocess
+    import sys
+
+    path, _ = onnx_export
+    runs, out = tmp_path / "runs.txt", tmp_path / "logits.npy"
+    script = tmp_path / "export_now.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from pathlib import Path\n"
+        "from mashbill.exporters.onnx.parity import candidate_logits\n"
+        f"with open({str(runs)!r}, 'a') as f:\n"
+        "    f.write('ran\\n')\n"
+        f"np.save({str(out)!r}, candidate_logits(Path({str(path / 'model.int8.onnx')!r}), "
+        "[f'text {i}' for i in range(12)], workers=3))\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert runs.read_text() == "ran\n"
+    one = candidate_logits(path / "model.int8.onnx", [f"text {i}" for i in range(12)], workers=1)
+    assert np.array_equal(np.load(out), one)
