@@ -125,10 +125,16 @@ def candidate_logits(path: Path, texts: list[str], workers: int | None = None) -
             procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, text=True))
         failed = []
-        for proc in procs:  # each worker's stderr read to its end: a full pipe cannot stall it
-            err = proc.communicate()[1]
-            if proc.returncode:
-                failed.append((proc.returncode, err.strip().splitlines()[-1] if err.strip() else ""))
+        try:
+            for proc in procs:  # each worker's stderr read to its end: a full pipe cannot stall it
+                err = proc.communicate()[1]
+                if proc.returncode:
+                    failed.append((proc.returncode, err.strip().splitlines()[-1] if err.strip() else ""))
+        finally:  # interrupted, or a worker failed: none is left running
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         if failed:
             code, why = failed[0]
             if code == 2 and why:  # the worker's own ExportError

@@ -53,3 +53,50 @@ def test_a_callers_unguarded_script_is_not_run_again_by_the_workers(onnx_export,
     assert runs.read_text() == "ran\n"
     one = candidate_logits(path / "model.int8.onnx", [f"text {i}" for i in range(12)], workers=1)
     assert np.array_equal(np.load(out), one)
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The parity workers among a process's children (Linux /proc)."""
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+        if ppid == pid and "parity import _worker" in cmd:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_worker_killed_mid_run_fails_the_call_in_one_line(onnx_export):
+    """A worker killed from outside (the OOM killer, an operator): the call raises ExportError naming the graph
+    and the status instead of returning partial logits, and no worker is left running."""
+    import os
+    import signal
+    import threading
+
+    path, _ = onnx_export
+    texts = [f"request number {i} about nothing in particular" for i in range(8000)]
+    outcome: dict = {}
+
+    def run():
+        try:
+            candidate_logits(path / "model.int8.onnx", texts, workers=2)
+        except ExportError as exc:
+            outcome["error"] = str(exc)
+        else:
+            outcome["error"] = None
+
+    caller = threading.Thread(target=run)
+    caller.start()
+    victims: list[int] = []
+    while not victims and caller.is_alive():  # the first worker to appear (progress, not a timer)
+        victims = _workers_of(os.getpid())
+    assert victims, "no worker process appeared"
+    os.kill(victims[0], signal.SIGKILL)
+    caller.join(timeout=600)
+    assert outcome.get("error") and "model.int8.onnx" in outcome["error"] and "status -9" in outcome["error"]
+    assert not _workers_of(os.getpid())
