@@ -23,7 +23,8 @@ import numpy as np
 
 
 def main() -> int:
-    from mashbill.exporters.onnx.parity import MAX_WORKERS, candidate_logits, labelled_texts, usable_cpus
+    from mashbill.cpus import usable_cpus
+    from mashbill.exporters.onnx.parity import MAX_WORKERS, candidate_logits, labelled_texts
     from mashbill.exporters.runs import Snapshot
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

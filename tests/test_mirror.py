@@ -9,8 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["specs", "factory", "validators", "curation", "trainers", "exporters"]
 TOP = {"test_layers.py", "test_bad_input.py", "test_mirror.py", "test_packaging.py", "test_package_maps.py",
        "test_fast_lane.py"}  # about the whole project, not one module
-BASE = {"test_hashing.py", "test_files.py", "test_memory.py",  # mashbill/{hashing,files,memory,jsontext}.py,
-        "test_jsontext.py"}  # below every layer
+BASE = {"test_hashing.py", "test_files.py", "test_memory.py",  # mashbill/{hashing,files,memory,jsontext,cpus}.py,
+        "test_jsontext.py", "test_cpus.py"}  # below every layer
 CLI_EXTRA = {"test_convention.py",  # the convention every command shares (mashbill/cli/__init__.py, _common.py)
              "test_reference.py"}  # docs/cli.md, rendered from every command (mashbill/cli/reference.py)
 

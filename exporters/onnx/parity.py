@@ -7,7 +7,6 @@ whole `OnnxPredictor.logits_one` call (Rust tokenizer + session), so the number 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -63,13 +62,6 @@ PARALLEL_FROM = 2_000  # texts: below it one process (a worker's start, ~2 s of 
 MAX_WORKERS = 4  # each holds a session and a tokenizer (~250 MB): a 16 GB laptop keeps room
 
 
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _block_logits(path: str, texts: list[str]) -> np.ndarray:
     """One block's logits at batch 1 on a one-thread session (in a worker process, or in this one)."""
     from mashbill.exporters.predict import OnnxPredictor
@@ -107,6 +99,7 @@ def candidate_logits(path: Path, texts: list[str], workers: int | None = None) -
     import sys
     import tempfile
 
+    from mashbill.cpus import usable_cpus
     from mashbill.exporters.runs import ExportError
 
     if workers is None:

@@ -93,10 +93,9 @@ def free_cores(cores: int | None = None, load: float | None = None, busy: float 
     Threads beyond the free cores wait on each other (issue 26: 2 threads at load 6-14 took 35 minutes for the
     quick start's plans where 1 thread took 10); on an idle machine every core is free, as before."""
     if cores is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):  # not Linux
-            cores = os.cpu_count() or 1
+        from mashbill.cpus import usable_cpus
+
+        cores = usable_cpus()
     total = total if total is not None else max(os.cpu_count() or 1, cores)
     if load is None:
         try:
