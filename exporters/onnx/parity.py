@@ -117,19 +117,20 @@ def candidate_logits(path: Path, texts: list[str], workers: int | None = None) -
                     f"_worker({str(Path(tmp) / f'{k}.json')!r}, {str(Path(tmp) / f'{k}.npy')!r})")
             procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, text=True))
-        failed = []
+        failed = None
         try:
             for proc in procs:  # each worker's stderr read to its end: a full pipe cannot stall it
                 err = proc.communicate()[1]
-                if proc.returncode:
-                    failed.append((proc.returncode, err.strip().splitlines()[-1] if err.strip() else ""))
+                if proc.returncode:  # the call fails: the other blocks are not waited for
+                    failed = (proc.returncode, err.strip().splitlines()[-1] if err.strip() else "")
+                    break
         finally:  # interrupted, or a worker failed: none is left running
             for proc in procs:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
         if failed:
-            code, why = failed[0]
+            code, why = failed
             if code == 2 and why:  # the worker's own ExportError
                 raise ExportError(why)
             raise ExportError(f"{path}: a parity worker process ended with status {code} without a result "
