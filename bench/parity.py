@@ -13,7 +13,6 @@ machine-readable.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -24,6 +23,7 @@ import numpy as np
 
 def main() -> int:
     from mashbill.cpus import usable_cpus
+    from mashbill.curation.snapshots.snapshot_find import read_manifest
     from mashbill.exporters.onnx.parity import MAX_WORKERS, candidate_logits, labelled_texts
     from mashbill.exporters.runs import Snapshot
 
@@ -33,8 +33,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, help="the first N eval texts (default: all)")
     ap.add_argument("--workers", type=int, default=min(usable_cpus(), MAX_WORKERS))
     args = ap.parse_args()
-    manifest = json.loads((args.snapshot / "manifest.json").read_text(encoding="utf-8"))
-    texts, _ = labelled_texts(Snapshot(args.snapshot, manifest))
+    texts, _ = labelled_texts(Snapshot(args.snapshot, read_manifest(args.snapshot)))
     texts = texts[:args.limit] if args.limit else texts
     times: dict[str, float] = {}
     same = True
