@@ -235,7 +235,7 @@ class RecordChecker:
     def summary(self) -> dict:
         """What the rules were applied with, and what they skipped (for reports)."""
         out: dict = {"rule_set": f"{self.ruleset.name}@{self.ruleset.version}" if self.ruleset else None,
-                     "checker": self.origin, "taxonomy_from": dict(self.taxonomy_sources)}
+                     "checker": self.origin, "taxonomy_from": dict(sorted(self.taxonomy_sources.items()))}
         out["skipped"] = [f"{rule}: {_WHY[need]} ({n} record(s))" for (rule, need), n in sorted(self.skipped.items())]
         return out
 

@@ -256,6 +256,15 @@ class SpanPass:
         self.pieces += batch.pieces
         self.counts[eval_rows].extend(batch.counts)
 
+    def reorder(self, order: list[int], *, eval_rows: bool) -> None:
+        """Put one part's rows in `order` (their positions as they came), as the report's keys are put: each row's
+        count and its example's audit stratum (spec mode: one example a row)."""
+        counts, shapes = self.counts[eval_rows], self.shapes[eval_rows]
+        if not len(counts) == len(shapes) == len(order):
+            raise RuntimeError(f"span pass: {len(order)} rows to order, {len(counts)} counts, {len(shapes)} examples")
+        self.counts[eval_rows] = array("i", [counts[i] for i in order])
+        self.shapes[eval_rows] = [shapes[i] for i in order]
+
     def counts_by_key(self, keys: list[str]) -> dict[str, int]:
         """Each record's count by key (`keys`: the report's, train rows then eval rows, as the rows came)."""
         counts = self.counts[False] + self.counts[True]

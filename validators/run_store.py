@@ -53,7 +53,7 @@ class _Checked:
     verdicts: list[tuple[str, list[Verdict]]] = field(default_factory=list)  # per record, in order
     keys: dict[bool, list[str]] = field(default_factory=lambda: {False: [], True: []})  # train rows, eval rows
     queries: dict[bool, list[str | None]] = field(default_factory=lambda: {False: [], True: []})
-    frame: dict[bool, list[dict]] = field(default_factory=lambda: {False: [], True: []})
+    frame: dict[bool, list[dict | None]] = field(default_factory=lambda: {False: [], True: []})  # None: did not parse
     spans: dict[bool, SpanBatch] = field(default_factory=dict)
     pii: dict[str, list[Verdict]] = field(default_factory=dict)
     statuses: Counter = field(default_factory=Counter)
@@ -80,8 +80,7 @@ class _Checked:
             out.verdicts.append((key, _verdicts(it["verdicts"])))
             out.keys[part].append(key)
             out.queries[part].append(it["query"])
-            if it["frame"] is not None:
-                out.frame[part].append(it["frame"])
+            out.frame[part].append(it["frame"])  # None for a row that did not parse: left out once in id order
             if it["pii"]:
                 out.pii[key] = _verdicts(it["pii"])
             if spans:
@@ -400,7 +399,7 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     # what the global checks need, train rows and eval rows apart (the checks see train rows first)
     keys: dict[bool, list[str]] = {False: [], True: []}
     queries: dict[bool, list[str | None]] = {False: [], True: []}
-    frame: dict[bool, list[dict]] = {False: [], True: []}
+    frame: dict[bool, list[dict | None]] = {False: [], True: []}
     pii: dict[str, list[Verdict]] = {}
     done = 0
     for n, got in collected_between(_checked_batches(rs, opts, checks, batches, jobs, raw=raw,
@@ -424,10 +423,19 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
         done += n
         _progress(opts, f"rules, token spans and personal data: {done:,} records"
                         + (f" ({kept['kept']:,} of them from kept checks)" if kept else ""))
+    # the store gives its batches in the order it keeps them: what the global checks read is put in id order here,
+    # so that a validation's verdicts and report do not depend on how the store was written
+    for part in (False, True):
+        order = sorted(range(len(keys[part])), key=keys[part].__getitem__)
+        keys[part] = [keys[part][i] for i in order]
+        queries[part] = [queries[part][i] for i in order]
+        frame[part] = [frame[part][i] for i in order if frame[part][i] is not None]
+        if spans is not None:
+            spans.reorder(order, eval_rows=part)
     if checker.ruleset is not None:
         checker.taxonomy_sources, checker.skipped = taxonomy_sources, skipped
-        report.sections["rules"] = {**checker.summary(), "counts": dict(rule_counts)}
-    report.sections["records_by_status"] = dict(statuses)
+        report.sections["rules"] = {**checker.summary(), "counts": dict(sorted(rule_counts.items()))}
+    report.sections["records_by_status"] = dict(sorted(statuses.items()))
     if keys[True]:
         report.sections["eval_split"] = len(keys[True])
     report.keys = keys[False] + keys[True]

@@ -16,7 +16,7 @@ import pytest
 
 from mashbill.errors import StoreError
 from mashbill.factory.records import Record, SpecRef, TeacherCall, Verdict
-from mashbill.factory.store import DB_NAME, Store, migrations
+from mashbill.factory.store import DB_NAME, Store, decode_records, migrations
 from tests.curation.revision import UNDO
 
 REF = SpecRef("t", 1, "h" * 64)
@@ -405,22 +405,44 @@ def test_long_prompts_are_stored_zstd_compressed_and_read_back_whole(tmp_path):
         assert store.records()[2999] == recs[2999]
 
 
-def test_record_batches_read_what_records_reads_in_the_same_order(tmp_path):
-    """A pass over a large store holds one batch: the batches, joined, are ``records`` with the same filters."""
+def test_record_batches_read_what_records_reads_in_windows_of_the_tables_order(tmp_path):
+    """A pass over a large store holds one batch: the batches, joined, are ``records`` with the same filters, each
+    record once; each batch is sorted by id and holds the records written after those of the batch before it (the
+    table's order, which a window of row ids reads without scanning the rest of the table)."""
     other = SpecRef("t", 1, "o" * 64)
     recs = [_rec(i, "rejected" if i % 3 == 0 else "accepted") for i in random.Random(5).sample(range(40), 23)]
-    recs.append(Record("id9999", "plan", {"query": "x"}, None, "{", other, "accepted", (), {}))
+    recs.insert(11, Record("id9999", "plan", {"query": "x"}, None, "{", other, "accepted", (), {}))
+    written = {r.id: at for at, r in enumerate(recs)}
     with Store.open(tmp_path / "s") as store:
-        store.write_batch(_begin(store), recs, {}, [])
+        store.write_batch(_begin(store), recs[:15], {}, [])
+        store.write_batch(_begin(store), recs[15:], {}, [])
         for filters in ({}, {"spec_hash": REF.hash}, {"spec_hash": REF.hash, "status": "accepted"},
                         {"status": "rejected"}):
             whole = store.records(**filters)
             assert whole and whole == sorted(whole, key=lambda r: r.id)
             for size in (1, 2, 7, len(whole), 1000):
                 batches = list(store.record_batches(**filters, batch_size=size))
-                assert [r for b in batches for r in b] == whole, (filters, size)
+                assert sorted((r for b in batches for r in b), key=lambda r: r.id) == whole, (filters, size)
                 assert all(0 < len(b) <= size for b in batches)
+                assert all([r.id for r in b] == sorted(r.id for r in b) for b in batches)
+                spans = [(min(written[r.id] for r in b), max(written[r.id] for r in b)) for b in batches]
+                assert all(last < first for (_, last), (first, _) in zip(spans, spans[1:])), (filters, size)
+            raw = list(store.record_batches(**filters, batch_size=3, decoded=False))
+            assert [decode_records(b) for b in raw] == list(store.record_batches(**filters, batch_size=3))
         assert list(store.record_batches(spec_hash="n" * 64)) == []
+
+
+def test_record_batches_fail_in_one_line_when_the_table_changes_under_them(tmp_path):
+    """Row ids are read once: a record deleted between two batches is named as a changed table, not skipped."""
+    recs = [_rec(i, "accepted") for i in range(6)]
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), recs, {}, [])
+        batches = store.record_batches(batch_size=3)
+        first = next(batches)
+        store.con.execute("DELETE FROM records WHERE record_id = ?", [recs[-1].id])
+        with pytest.raises(StoreError, match=r"records table changed while it was read .* held 2 of the 3"):
+            next(batches)
+    assert [r.id for r in first] == [r.id for r in recs[:3]]
 
 
 def test_the_store_takes_a_memory_limit_from_the_environment(tmp_path, monkeypatch):

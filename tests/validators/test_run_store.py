@@ -146,6 +146,36 @@ def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store
     assert [k for k, _ in verdicts][-1] == "r6"  # the eval row comes after the train rows, as the checks see them
 
 
+def test_a_store_written_in_another_order_gives_the_same_validation(store_dir, tmp_path):
+    """The store gives its batches in the order it keeps the records: the same records written in another order
+    (the duplicate and the leak met before the rows they meet) give the same verdicts, report and audit sample,
+    the keys in id order (train rows, then the eval row), in batches of 1, 3 or all."""
+    from mashbill.specs.model import TrainerProfile
+    from mashbill.validators.run_store import spec_options, validate_spec_records
+
+    rs = load_spec(find_spec("plan-moe"))
+    tp = rs.spec.trainer_profile
+    shuffled = tmp_path / "shuffled"
+    write_plan_records(shuffled, order=["r7", "r4", "r8", "r2", "r6", "r1", "r5", "r3"])
+
+    def run(root, batch, jobs=1):
+        with Store.open(root, read_only=True) as store:
+            opts = spec_options(rs, audit_sample=3)
+            opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
+                                          truncation_side=tp.truncation_side, loss=tp.loss)
+            rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch, jobs=jobs)
+        d, verdicts = report_and_verdicts(rep)
+        d.pop("source")
+        d["span"].pop("pieces_tokenized")  # a worker process keeps its own piece cache
+        return d, verdicts
+
+    whole = run(store_dir, 10_000)
+    assert [k for k, _ in whole[1]] == ["r1", "r2", "r3", "r4", "r5", "r7", "r8", "r6"]
+    for batch in (1, 3, 10_000):
+        assert run(shuffled, batch) == whole, batch
+    assert run(shuffled, 3, jobs=2) == whole
+
+
 def test_worker_processes_give_the_verdicts_report_and_stored_counts_of_one_process(store_dir, tmp_path):
     """--jobs: the records' rules, token spans and personal data checked in two worker processes (a part of one or
     two records each, so both workers check some and their parts are joined in order) give every verdict in order,

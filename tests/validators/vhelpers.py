@@ -100,9 +100,10 @@ GENERAL = [{"task": "Compute 17% of 2840.", "category": "general"}]
 LEGAL_ONLY = [{"task": "Erkläre § 823 Abs. 2 BGB.", "category": "legal_advisor"}]
 
 
-def write_plan_records(root, only=None) -> None:
+def write_plan_records(root, only=None, order=None) -> None:
     """Eight plan-moe records, one or more findings each (a tool missing, a duplicate, a leak into the eval row,
-    personal data, a schema slip, one rejected at generation), written to a store at `root` (those in `only`)."""
+    personal data, a schema slip, one rejected at generation), written to a store at `root` (those in `only`), in
+    id order or in `order` (their ids)."""
     from mashbill.factory.records import Record, SpecRef, Verdict
     from mashbill.factory.store import Store
     from mashbill.specs import find_spec, load_spec, render_prompt
@@ -131,6 +132,8 @@ def write_plan_records(root, only=None) -> None:
         raw = json.dumps(output) if output is not None else "Es ist 16 Uhr"
         records.append(Record(rid, "plan", {"query": query, "lang": "de"}, output, raw, ref, status,
                               prompt.training_messages, meta))
+    if order is not None:
+        records.sort(key=lambda r: order.index(r.id))
     with Store.open(root) as store:
         run = store.begin_run(spec_name=rs.spec.name, spec_version=rs.spec.version, spec_hash=rs.hash, kind="plan",
                               backend="test", model="test", model_sha256=None, model_info=None, sampling={})
