@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mashbill.cpus import usable_cpus
+from mashbill.cpus import usable_cpus, worker_count
 
 
 def test_usable_cpus_follow_the_process_affinity():
@@ -22,3 +22,16 @@ def test_usable_cpus_follow_the_process_affinity():
                           "from mashbill.cpus import usable_cpus; print(usable_cpus())"],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "1"
+
+
+def test_a_job_takes_one_worker_below_its_threshold_else_the_usable_cpus_at_most_its_cap():
+    usable = usable_cpus()
+    assert worker_count(9, 10, 4) == 1
+    assert worker_count(10, 10, 4) == min(usable, 4)
+    assert worker_count(10**6, 10, 1) == 1
+    if hasattr(os, "sched_setaffinity"):
+        one = min(os.sched_getaffinity(0))
+        out = subprocess.run([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{one}}}); "
+                              "from mashbill.cpus import worker_count; print(worker_count(10**6, 10, 4))"],
+                             capture_output=True, text=True, check=True).stdout
+        assert out.strip() == "1"

@@ -286,6 +286,7 @@ def _examples(fmt: str, split: str, start: int, rows: list[dict], kind: str):
 
 
 PARALLEL_FROM = 20_000  # examples; below this a process pool costs more than it saves
+MAX_WORKERS = 4  # each holds a span engine with its own tokenizer and piece cache
 _JOB: dict = {}  # what forked workers inherit: the tokenizer, template and window
 
 
@@ -314,15 +315,15 @@ def _check_part(args) -> tuple[int, Counter, tuple | None]:
 
 def _recheck(pf: Preflight, loaded, template, eff: dict, loss: str, diffs: dict) -> int:
     """Every example under the run's profile through the fast span engine; refuse if any target is cut.
-    Big snapshots are split over the cores (forked workers, each with its own engine)."""
-    import os
+    Big snapshots are split over the CPUs this process may use (forked workers, each with its own engine)."""
+    from mashbill.cpus import worker_count
 
     _JOB.clear()
     _JOB.update(path=pf.snapshot, format=pf.format, kind=pf.manifest["kind"], loaded=loaded, template=template,
                 loss="completion-only" if pf.format in ("prompt-completion", "preference") else loss,
                 max_len=int(eff["max_seq_len"]), side=eff["truncation_side"] or "right")
     total = sum((pf.manifest["splits"].get("counts") or {}).values())
-    workers = min(os.cpu_count() or 1, 4) if total >= PARALLEL_FROM else 1
+    workers = worker_count(total, PARALLEL_FROM, MAX_WORKERS)
     if workers > 1:
         import multiprocessing
 

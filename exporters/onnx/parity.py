@@ -99,11 +99,11 @@ def candidate_logits(path: Path, texts: list[str], workers: int | None = None) -
     import sys
     import tempfile
 
-    from mashbill.cpus import usable_cpus
+    from mashbill.cpus import worker_count
     from mashbill.exporters.runs import ExportError
 
     if workers is None:
-        workers = min(usable_cpus(), MAX_WORKERS) if len(texts) >= PARALLEL_FROM else 1
+        workers = worker_count(len(texts), PARALLEL_FROM, MAX_WORKERS)
     workers = max(1, min(workers, len(texts)))
     if workers == 1:
         return _block_logits(str(path), texts)

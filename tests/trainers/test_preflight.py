@@ -63,6 +63,29 @@ def test_a_changed_truncation_side_rechecks_every_example(snaps, tmp_path):
     assert pf.profile["truncation_side"] == "left"
 
 
+def test_the_recheck_takes_one_worker_per_cpu_this_process_may_use_at_most_four(snaps, tmp_path, monkeypatch):
+    """A big snapshot is rechecked in forked workers: as many as the CPUs the process may use (its affinity: a
+    one-core SLURM allocation gets one, not four), at most MAX_WORKERS, each example once whatever their number."""
+    import multiprocessing
+
+    from mashbill import cpus
+    from mashbill.trainers import preflight
+
+    monkeypatch.setattr(preflight, "PARALLEL_FROM", 1)  # the test snapshot is small
+    fork = multiprocessing.get_context("fork")
+    real_pool, started = fork.Pool, []
+    monkeypatch.setattr(fork, "Pool", lambda n: started.append(n) or real_pool(n))
+    rechecked = set()
+    for usable, pools in ((1, []), (2, [2]), (6, [preflight.MAX_WORKERS])):
+        monkeypatch.setattr(cpus, "usable_cpus", lambda: usable)
+        started.clear()
+        pf = _pf(snaps.config(tmp_path, f"left{usable}", method="sft", snapshot="tplan@1", base_model=SMOL,
+                              profile={"truncation_side": "left"}))
+        assert started == pools, usable
+        rechecked.add(pf.rechecked)
+    assert len(rechecked) == 1 and rechecked.pop() >= 18
+
+
 def test_missing_and_tampered_snapshots_are_refused(snaps, tmp_path):
     with pytest.raises(PreflightError, match="no snapshot tplan@9"):
         _pf(snaps.config(tmp_path, "missing", method="sft", snapshot="tplan@9", base_model=SMOL))
