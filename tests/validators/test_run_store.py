@@ -119,27 +119,30 @@ def test_the_record_checker_for_the_factory():
     assert rule_codes <= set(CODES) and all(CODES[c].source == "rules" for c in rule_codes)
 
 
-def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store_dir):
-    """The store is read a batch at a time; batches of 1-3 records (the eval row, the PII row, a duplicate and a
-    leak in other batches than the rows they meet) give what one batch of all gives: every verdict in order, every
-    report section and count, the audit's sample drawn from every example."""
+def _validated_in_batches(root, batch: int, jobs: int = 1) -> tuple[dict, list]:
+    """The plan-moe records of the store at `root`, every status, validated in batches of `batch` records by `jobs`
+    processes under a 1,536-token window (a cut in every batch) with an audit sample of 3 (fewer than the examples:
+    the audit picks by position): ``report_and_verdicts`` of the report."""
     from mashbill.specs.model import TrainerProfile
     from mashbill.validators.run_store import spec_options, validate_spec_records
 
     rs = load_spec(find_spec("plan-moe"))
     tp = rs.spec.trainer_profile
+    with Store.open(root, read_only=True) as store:
+        opts = spec_options(rs, audit_sample=3)
+        opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
+                                      truncation_side=tp.truncation_side, loss=tp.loss)
+        rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch, jobs=jobs)
+    return report_and_verdicts(rep)
 
-    def run(batch):
-        with Store.open(store_dir, read_only=True) as store:
-            opts = spec_options(rs, audit_sample=3)  # fewer than the examples: the audit picks by position
-            opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
-                                          truncation_side=tp.truncation_side, loss=tp.loss)  # a cut in every batch
-            rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch)
-        return report_and_verdicts(rep)
 
-    whole, verdicts = run(10_000)
+def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store_dir):
+    """The store is read a batch at a time; batches of 1-3 records (the eval row, the PII row, a duplicate and a
+    leak in other batches than the rows they meet) give what one batch of all gives: every verdict in order, every
+    report section and count, the audit's sample drawn from every example."""
+    whole, verdicts = _validated_in_batches(store_dir, 10_000)
     for batch in (1, 2, 3):
-        assert run(batch) == (whole, verdicts), batch
+        assert _validated_in_batches(store_dir, batch) == (whole, verdicts), batch
     codes = {c for _, vs in verdicts for c, _ in vs}
     assert {"DUP001", "LEAK001", "PII001", "SPAN002", "SCHEMA001", "SCHEMA002", "HR001"} <= codes
     assert whole["eval_split"] == 1 and whole["records"] == 8 and whole["span"]["audit"]["audited"] == 3
@@ -149,22 +152,12 @@ def test_a_validation_in_batches_gives_the_verdicts_and_report_of_one_pass(store
 def test_a_store_written_in_another_order_gives_the_same_validation(store_dir, tmp_path):
     """The store gives its batches in the order it keeps the records: the same records written in another order
     (the duplicate and the leak met before the rows they meet) give the same verdicts, report and audit sample,
-    the keys in id order (train rows, then the eval row), in batches of 1, 3 or all."""
-    from mashbill.specs.model import TrainerProfile
-    from mashbill.validators.run_store import spec_options, validate_spec_records
-
-    rs = load_spec(find_spec("plan-moe"))
-    tp = rs.spec.trainer_profile
+    the keys in id order (train rows, then the eval row), in batches of 1, 3 or all, in one process or two."""
     shuffled = tmp_path / "shuffled"
     write_plan_records(shuffled, order=["r7", "r4", "r8", "r2", "r6", "r1", "r5", "r3"])
 
     def run(root, batch, jobs=1):
-        with Store.open(root, read_only=True) as store:
-            opts = spec_options(rs, audit_sample=3)
-            opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
-                                          truncation_side=tp.truncation_side, loss=tp.loss)
-            rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch, jobs=jobs)
-        d, verdicts = report_and_verdicts(rep)
+        d, verdicts = _validated_in_batches(root, batch, jobs)
         d.pop("source")
         d["span"].pop("pieces_tokenized")  # a worker process keeps its own piece cache
         return d, verdicts
@@ -183,19 +176,8 @@ def test_worker_processes_give_the_verdicts_report_and_stored_counts_of_one_proc
     many pieces were tokenized may differ: each worker keeps its own cache."""
     import shutil
 
-    from mashbill.specs.model import TrainerProfile
-    from mashbill.validators.run_store import spec_options, validate_spec_records
-
-    rs = load_spec(find_spec("plan-moe"))
-    tp = rs.spec.trainer_profile
-
     def run(batch, jobs):
-        with Store.open(store_dir, read_only=True) as store:
-            opts = spec_options(rs, audit_sample=3)
-            opts.profile = TrainerProfile(tokenizer=tp.tokenizer, max_seq_len=1536, chat_template=tp.chat_template,
-                                          truncation_side=tp.truncation_side, loss=tp.loss)
-            rep = validate_spec_records(rs, store, opts, include_all=True, write=False, batch_size=batch, jobs=jobs)
-        d, verdicts = report_and_verdicts(rep)
+        d, verdicts = _validated_in_batches(store_dir, batch, jobs)
         assert d["span"].pop("pieces_tokenized") > 0
         return d, verdicts
 
