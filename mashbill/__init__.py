@@ -1,7 +1,7 @@
 """Mashbill: a dataset factory for distilling an LLM orchestrator's routing and planning decisions.
 
 - ``cli/``: The `mashbill` command line: one entry point, one module per subcommand, loaded lazily.
-- ``cpus``: The CPUs this process may use (its affinity, as SLURM and taskset set it): one answer for every pool.
+- ``cpus``: The CPUs this process may use (its affinity, as SLURM and taskset set it), and a job's worker count.
 - ``errors``: One base error for user-facing problems; the CLI prints these as one line, without a traceback.
 - ``files``: Publish a file or a folder whole: write under a temporary name beside it, fsync, rename into place.
 - ``hashing``: sha256 the one way: of bytes, text, a file (read in chunks) or a JSON value in canonical form ...
