@@ -8,6 +8,11 @@ after the last batch, then its rows by a range of record ids: every batch scans 
 leave no row group to skip), alternating, --repeat times; CPU seconds of each, the best run. Both must give the same
 rows, each once (same=0 otherwise, and exit status 1).
 
+With --checks-profile P (a store whose records have own checks kept by `validate --per-record`), the same for
+reading each batch with its records' kept checks: `Store.record_batches_with_checks` beside the lookup it replaced
+(each batch's ids joined against the whole `record_checks` table, kept here as the baseline), the rows and their
+checks compared.
+
 Last line: records= before_cpu_s= after_cpu_s= speedup_cpu= same= load1=
 """
 
@@ -44,6 +49,28 @@ def by_record_id_ranges(con, spec_hash: str, status: str, batch_size: int = 20_0
             return
 
 
+def with_looked_up_checks(con, batches, spec_hash: str, profile: str):
+    """The kept-checks lookup until issue 29's last session (factory/store_queries.py `record_checks`), as it was,
+    per batch of rows: the batch's ids registered as a table and joined against every kept check."""
+    import pyarrow as pa
+
+    for rows in batches:
+        con.register("_q_checks", pa.table({"record_id": pa.array([r[0] for r in rows], pa.string())}))
+        try:
+            found = dict(con.execute(
+                "SELECT c.record_id, c.checked FROM record_checks c JOIN _q_checks USING (record_id) "
+                "WHERE c.spec_hash = ? AND c.checks_profile = ?", [spec_hash, profile]).fetchall())
+        finally:
+            con.unregister("_q_checks")
+        yield [row + (found.get(row[0]),) for row in rows]
+
+
+def with_kept_checks(batches):
+    """`Store.record_batches_with_checks`' batches in the baseline's shape (each row with its check or None)."""
+    for rows, found in batches:
+        yield [row + (found.get(row[0]),) for row in rows]
+
+
 def timed(batches) -> tuple[float, int, str]:
     """CPU seconds to read every batch, the rows, and a digest of the rows in id order (each row once)."""
     t0 = time.process_time()
@@ -69,6 +96,7 @@ def main() -> int:
     ap.add_argument("--spec", type=Path, action="append", required=True)
     ap.add_argument("--status", default="accepted")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--checks-profile", help="compare reading the records with their checks kept under this profile")
     args = ap.parse_args()
     total = {"before": 0.0, "after": 0.0}
     records, same = 0, True
@@ -81,9 +109,16 @@ def main() -> int:
             best = {"before": float("inf"), "after": float("inf")}
             digests = set()
             for _ in range(args.repeat):
-                for side, batches in (("before", by_record_id_ranges(con, spec_hash, args.status)),
-                                      ("after", store.record_batches(spec_hash=spec_hash, status=args.status,
-                                                                     decoded=False))):
+                if args.checks_profile:
+                    sides = (("before", with_looked_up_checks(con, store.record_batches(
+                                 spec_hash=spec_hash, status=args.status, decoded=False), spec_hash,
+                                 args.checks_profile)),
+                             ("after", with_kept_checks(store.record_batches_with_checks(
+                                 spec_hash, args.checks_profile, args.status))))
+                else:
+                    sides = (("before", by_record_id_ranges(con, spec_hash, args.status)),
+                             ("after", store.record_batches(spec_hash=spec_hash, status=args.status, decoded=False)))
+                for side, batches in sides:
                     cpu, n, digest = timed(batches)
                     best[side] = min(best[side], cpu)
                     digests.add((n, digest))
@@ -92,8 +127,10 @@ def main() -> int:
             records += n
             for side in total:
                 total[side] += best[side]
-            print(f"{spec.name}: {n:,} records, by record-id ranges {best['before']:.2f} CPU-s, by row-id windows "
-                  f"{best['after']:.2f}, same rows: {len(digests) == 1} | load1 {os.getloadavg()[0]:.2f}", flush=True)
+            before, after = (("checks looked up per batch", "checks in row-id windows") if args.checks_profile
+                             else ("by record-id ranges", "by row-id windows"))
+            print(f"{spec.name}: {n:,} records, {before} {best['before']:.2f} CPU-s, {after} {best['after']:.2f}, "
+                  f"same rows: {len(digests) == 1} | load1 {os.getloadavg()[0]:.2f}", flush=True)
     con.close()
     print(f"records={records} before_cpu_s={total['before']:.2f} after_cpu_s={total['after']:.2f} "
           f"speedup_cpu={total['before'] / total['after']:.2f} same={int(same)} load1={os.getloadavg()[0]:.2f}")

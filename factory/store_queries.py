@@ -186,14 +186,6 @@ class StoreQueries:
             return self.con.execute(sql.format("AND v.record_id IN (SELECT record_id FROM _q_verdicts)"),
                                     [spec_hash]).fetchall()
 
-    def record_checks(self, spec_hash: str, checks_profile: str, record_ids: Sequence[str]) -> dict[str, str]:
-        """The kept own checks (JSON text) of those of `record_ids` that have them under this spec hash and
-        checks profile (`keep_record_checks`)."""
-        with self._ids("_q_checks", record_ids):
-            return dict(self.con.execute(
-                "SELECT c.record_id, c.checked FROM record_checks c JOIN _q_checks USING (record_id) "
-                "WHERE c.spec_hash = ? AND c.checks_profile = ?", [spec_hash, checks_profile]).fetchall())
-
     def record_checks_held(self, spec_hash: str) -> dict[str, int]:
         """Records with kept own checks under this spec hash, per checks profile."""
         return dict(self.con.execute("SELECT checks_profile, count(*) FROM record_checks WHERE spec_hash = ? "

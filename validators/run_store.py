@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import logging
 from collections import Counter
@@ -304,11 +303,11 @@ def checks_profile(rs, opts: Options, spans: SpanPass | None) -> str:
     return sha256_text(canonical_json(parts))[:32]
 
 
-def _with_kept(store, spec_hash: str, profile: str, batches, kept: Counter):
-    """The batches (rows as read) with each run of records whose own checks the store kept under `profile` as a
+def _with_kept(batches, kept: Counter):
+    """The batches (rows as read, each with the own checks its records have kept, as
+    ``Store.record_batches_with_checks`` gives them) with each run of records whose own checks were kept as a
     ``_Kept`` in its place, in the same order; `kept` counts them."""
-    for batch in batches:
-        found = store.record_checks(spec_hash, profile, [row[0] for row in batch])
+    for batch, found in batches:
         if not found:
             yield batch
             continue
@@ -355,10 +354,8 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     profiles = {} if per_record or recheck else store.record_checks_held(rs.hash)  # kept checks per profile
     # rows as read when worker processes check them or kept checks may stand in for some (decoded where checked)
     raw = jobs > 1 or bool(profiles)
-    batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size, decoded=not raw)
-    first = next(batches, None)
-    if not first:
-        held = store.spec_status_counts(rs.spec.name, rs.spec.version)
+    held = store.spec_status_counts(rs.spec.name, rs.spec.version)
+    if not any(h == rs.hash and (include_all or s == status) for h, s, _ in held):
         same = {status: n for h, status, n in held if h == rs.hash}
         other = sum(n for h, _, n in held if h != rs.hash)
         hint = ""
@@ -379,10 +376,12 @@ def validate_spec_records(rs, store, opts: Options, *, include_all: bool = False
     checks = _RecordChecks(rs, opts, checker, spans)
     profile = checks_profile(rs, opts, spans) if per_record or profiles else None
     kept = Counter()
-    batches = itertools.chain([first], batches)
+    if profiles and profile in profiles:
+        batches = _with_kept(store.record_batches_with_checks(rs.hash, profile, status, batch_size), kept)
+    else:
+        batches = store.record_batches(spec_hash=rs.hash, status=status, batch_size=batch_size, decoded=not raw)
     if profiles:
         if profile in profiles:
-            batches = _with_kept(store, rs.hash, profile, batches, kept)
             other = sum(n for p, n in profiles.items() if p != profile)
             if other:
                 report.warnings.append(f"the own checks of {other:,} record(s) kept in this store under another "

@@ -445,6 +445,45 @@ def test_record_batches_fail_in_one_line_when_the_table_changes_under_them(tmp_p
     assert [r.id for r in first] == [r.id for r in recs[:3]]
 
 
+def _temp_tables(store: Store) -> list[str]:
+    return [t for (t,) in store.con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()]
+
+
+def test_record_batches_with_checks_give_each_batch_the_checks_kept_for_its_records(tmp_path):
+    """Each batch of rows comes with the own checks kept for its records under one spec hash and checks profile,
+    kept in another order than the records; checks under another profile, for another spec hash or for records the
+    filter leaves out stay out. The temporary table the reader joins them in is gone once it ends,
+    read to the end or not, and a read-only store is read the same way."""
+    other = SpecRef("t", 1, "o" * 64)
+    recs = [_rec(i, "rejected" if i % 4 == 0 else "accepted") for i in random.Random(7).sample(range(40), 25)]
+    recs.insert(9, Record("id9999", "plan", {"query": "x"}, None, "{", other, "accepted", (), {}))
+    with Store.open(tmp_path / "s") as store:
+        store.write_batch(_begin(store), recs[:12], {}, [])
+        store.write_batch(_begin(store), recs[12:], {}, [])
+        kept = {r.id: f'{{"n": {i}}}' for i, r in enumerate(recs) if i % 3 != 1 and r.spec is REF}
+        store.keep_record_checks(REF.hash, "p", sorted(kept.items(), reverse=True))
+        store.keep_record_checks(REF.hash, "q", [(r.id, "{}") for r in recs if r.spec is REF and r.id not in kept])
+        store.keep_record_checks(other.hash, "p", [("id9999", "{}")])
+    with Store.open(tmp_path / "s", read_only=True) as store:
+        for status in (None, "accepted"):
+            rows = [r[0] for r in store.record_batches(spec_hash=REF.hash, status=status, decoded=False)
+                    for r in r]
+            assert rows
+            for size in (1, 4, len(rows)):
+                batches = list(store.record_batches_with_checks(REF.hash, "p", status, batch_size=size))
+                assert [r for b, _ in batches for r in b] == [r for b in store.record_batches(
+                    spec_hash=REF.hash, status=status, batch_size=size, decoded=False) for r in b]
+                assert all(found == {r[0]: kept[r[0]] for r in b if r[0] in kept} for b, found in batches)
+                assert sum(len(found) for _, found in batches) == sum(1 for i in rows if i in kept) > 0
+                assert _temp_tables(store) == []
+        reader = store.record_batches_with_checks(REF.hash, "p", batch_size=2)
+        next(reader)
+        assert len(_temp_tables(store)) == 1
+        reader.close()
+        assert _temp_tables(store) == []
+        assert [f for _, f in store.record_batches_with_checks(REF.hash, "none")] == [{}]
+
+
 def test_the_store_takes_a_memory_limit_from_the_environment(tmp_path, monkeypatch):
     """MASHBILL_STORE_MEMORY caps DuckDB's memory for a store connection (DuckDB's default is 80% of RAM: a
     million-record merge held 5.5 GB); unset, the store keeps DuckDB's own default (what `mashbill --help` says);
@@ -461,6 +500,10 @@ def test_the_store_takes_a_memory_limit_from_the_environment(tmp_path, monkeypat
         Store.open(tmp_path / "s", read_only=True)
 
 
+def _kept_checks(store: Store) -> dict[str, str]:
+    return {k: v for _, found in store.record_batches_with_checks(REF.hash, "p") for k, v in found.items()}
+
+
 def test_a_retried_failed_record_loses_the_own_checks_kept_of_its_failed_copy(tmp_path):
     """`validate --per-record --all` may keep checks of a failed record; the retry that replaces the record has
     other content, so its kept checks go with the failed copy (and a validation checks the new one itself)."""
@@ -468,9 +511,9 @@ def test_a_retried_failed_record_loses_the_own_checks_kept_of_its_failed_copy(tm
         run = _begin(store)
         store.write_batch(run, [_rec(1, "failed"), _rec(2, "accepted")], {}, [])
         store.keep_record_checks(REF.hash, "p", [("id0001", "{}"), ("id0002", "{}")])
-        assert store.record_checks(REF.hash, "p", ["id0001", "id0002"]) == {"id0001": "{}", "id0002": "{}"}
+        assert _kept_checks(store) == {"id0001": "{}", "id0002": "{}"}
         store.write_batch(run, [_rec(1, "accepted")], {}, [])
-        assert store.record_checks(REF.hash, "p", ["id0001", "id0002"]) == {"id0002": "{}"}
+        assert _kept_checks(store) == {"id0002": "{}"}
         assert store.record_checks_held(REF.hash) == {"p": 1}
 
 

@@ -119,9 +119,9 @@ def test_kept_checks_are_read_not_made_again_and_only_under_their_profile(tmp_pa
     shards = _shards(tmp_path)
     merged = _merged(tmp_path, shards, "merged")
     with Store.open(merged) as store:
-        spec_hash, profile = store.sql("SELECT spec_hash, checks_profile FROM record_checks WHERE record_id = 'r2'"
-                                       ).to_pylist()[0].values()
-        item = json.loads(store.record_checks(spec_hash, profile, ["r2"])["r2"])
+        spec_hash, profile, item = store.sql("SELECT spec_hash, checks_profile, checked FROM record_checks "
+                                             "WHERE record_id = 'r2'").to_pylist()[0].values()
+        item = json.loads(item)
         hr001 = next(v for v in item["verdicts"] if v["code"] == "HR001")
         hr001["detail"] = "altered where it was kept"
         store.keep_record_checks(spec_hash, profile, [("r2", json.dumps(item))])
