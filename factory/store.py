@@ -15,7 +15,7 @@ import re
 import socket
 import uuid
 from collections import deque
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -34,6 +34,8 @@ from mashbill.hashing import canonical_json
 DB_NAME = "mashbill.duckdb"
 EXPORT_TMP_PREFIX = ".records.parquet.tmp-"
 EXPORT_PART_ROWS = 50_000  # records a Parquet export sorts at a time (export_parquet)
+EXPORT_RANGE_PARTS = 12  # parts an export reads by ranges of record ids (a scan each); beyond, it routes them in one
+EXPORT_ROUTE_ROWS = 16_384  # rows of each Arrow batch that one scan routes to its parts
 EXPORT_BATCH_BYTES = 16 << 20  # decoded bytes of a Parquet export's row group, about (_write_row_groups)
 EXPORT_READ_ROWS = 2048  # rows of each Arrow batch an export reads from DuckDB (its vector size)
 _TEMP_NAMES = itertools.count()  # temporary tables of readers open at once on one connection keep apart
@@ -593,10 +595,14 @@ class Store(StoreQueries):
         """Write this spec's records to Parquet atomically (temp file, then rename), in record id order.
 
         One sort of every whole record needs DuckDB memory for all of them at once: under MASHBILL_STORE_MEMORY=1GB
-        the 1M rehearsal's merge failed there (issue 29). So the ids alone are sorted, and the records are read in
-        parts of at most EXPORT_PART_ROWS consecutive ids (each sorted on its own), streamed from DuckDB as Arrow
-        batches into the one file in row groups of about EXPORT_BATCH_BYTES (each record encoded once: no part
-        files read back). The file's schema is the table's (`_export_schema`)."""
+        the 1M rehearsal's merge failed there (issue 29). So the records are written in parts of at most
+        EXPORT_PART_ROWS consecutive ids, each sorted on its own and streamed as Arrow batches into the one file in
+        row groups of about EXPORT_BATCH_BYTES. Up to EXPORT_RANGE_PARTS parts, DuckDB reads each part by a range
+        of record ids and sorts it; since sha256 ids leave no row group to skip, each is a scan of the whole table,
+        a cost that grows with the square of the store. Beyond, one scan routes every record to its part in a
+        spill file beside the export (Arrow IPC, lz4), and DuckDB sorts each part as it is read back from there (at
+        3M records 3.1x less CPU than the ranges, bench/RESULTS.md). The file's schema is the table's
+        (`_export_schema`)."""
         import pyarrow.parquet as pq
 
         out_dir = self.root / "parquet" / f"{spec_name}@{spec_version}"
@@ -606,22 +612,15 @@ class Store(StoreQueries):
             raise StoreError(f"cannot create {out_dir}: {exc.strerror}") from None
         final = out_dir / "records.parquet"
         tmp = out_dir / f"{EXPORT_TMP_PREFIX}{os.getpid()}"
+        spill = out_dir / f"{EXPORT_TMP_PREFIX}{os.getpid()}.parts"
         try:
-            # the first id of each part (DuckDB sorts the narrow id column within the memory limit)
-            starts = [r for (r,) in self.con.execute(
-                "SELECT record_id FROM (SELECT record_id, row_number() OVER (ORDER BY record_id) - 1 AS i "
-                "FROM records WHERE spec_hash = ?) WHERE i % ? = 0 ORDER BY record_id",
-                [spec_hash, EXPORT_PART_ROWS]).fetchall()]
+            (n,) = self.con.execute("SELECT count(*) FROM records WHERE spec_hash = ?", [spec_hash]).fetchone()
             schema = self._export_schema()
+            parts = (self._export_parts_by_ranges(spec_hash) if n <= EXPORT_PART_ROWS * EXPORT_RANGE_PARTS
+                     else self._export_parts_routed(spec_hash, spill))
             # DuckDB's own level (the store's exports were DuckDB's COPY before)
-            with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=3) as writer:
-                for k, start in enumerate(starts or [None]):
-                    end = starts[k + 1] if k + 1 < len(starts) else None
-                    query = (f"SELECT {_EXPORTED} FROM records WHERE spec_hash = ?"
-                             + (" AND record_id >= ?" if start is not None else "")
-                             + (" AND record_id < ?" if end is not None else "") + " ORDER BY record_id")
-                    params = [spec_hash] + [v for v in (start, end) if v is not None]
-                    reader = self.con.sql(query, params=params).to_arrow_reader(EXPORT_READ_ROWS)
+            with closing(parts), pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=3) as writer:
+                for reader in parts:
                     try:
                         _write_row_groups(reader, writer, schema)
                     finally:  # a reader left open holds the connection: no other statement would run on it
@@ -631,10 +630,71 @@ class Store(StoreQueries):
             tmp.replace(final)
         except (OSError, duckdb.Error, pa.ArrowException) as exc:
             tmp.unlink(missing_ok=True)
+            spill.unlink(missing_ok=True)
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
             raise StoreError(f"cannot write the Parquet export {final}: {why}; the records are safe in "
                              f"{self.root / DB_NAME}, and the next completed run exports them") from None
         return final
+
+    def _export_parts_by_ranges(self, spec_hash: str) -> Iterator[pa.RecordBatchReader]:
+        """Each part of the export sorted by DuckDB, read by a range of record ids (a scan of the table each)."""
+        # the first id of each part (DuckDB sorts the narrow id column within the memory limit)
+        starts = [r for (r,) in self.con.execute(
+            "SELECT record_id FROM (SELECT record_id, row_number() OVER (ORDER BY record_id) - 1 AS i "
+            "FROM records WHERE spec_hash = ?) WHERE i % ? = 0 ORDER BY record_id",
+            [spec_hash, EXPORT_PART_ROWS]).fetchall()]
+        for k, start in enumerate(starts or [None]):
+            end = starts[k + 1] if k + 1 < len(starts) else None
+            query = (f"SELECT {_EXPORTED} FROM records WHERE spec_hash = ?"
+                     + (" AND record_id >= ?" if start is not None else "")
+                     + (" AND record_id < ?" if end is not None else "") + " ORDER BY record_id")
+            params = [spec_hash] + [v for v in (start, end) if v is not None]
+            yield self.con.sql(query, params=params).to_arrow_reader(EXPORT_READ_ROWS)
+
+    def _export_parts_routed(self, spec_hash: str, spill: Path) -> Iterator[pa.RecordBatchReader]:
+        """Each part of the export sorted by DuckDB, read back from `spill`, which one scan of the table wrote every
+        record to in runs of one part each (removed at the end)."""
+        import numpy as np
+
+        # each record's part by its row id (DuckDB sorts the narrow id column within the memory limit)
+        got = self.con.execute("SELECT rowid, ((row_number() OVER (ORDER BY record_id) - 1) // ?)::INTEGER AS part "
+                               "FROM records WHERE spec_hash = ?", [EXPORT_PART_ROWS, spec_hash]).fetchnumpy()
+        part_of = np.full(int(got["rowid"].max()) + 1, -1, np.int32)
+        part_of[got["rowid"]] = got["part"]
+        runs: list[list[int]] = [[] for _ in range(int(got["part"].max()) + 1)]  # each part's runs in the spill
+        del got
+        reader = self.con.sql(f"SELECT rowid AS row_at, {_EXPORTED} FROM records WHERE spec_hash = ?",
+                              params=[spec_hash]).to_arrow_reader(EXPORT_ROUTE_ROWS)
+        try:
+            written = reader.schema.remove(0)
+            options = pa.ipc.IpcWriteOptions(compression="lz4")  # a tenth of the bytes and faster than without
+            spilled = 0
+            with pa.OSFile(str(spill), "wb") as sink, pa.ipc.new_file(sink, written, options=options) as out:
+                for batch in reader:
+                    part = part_of[batch.column(0).to_numpy()]
+                    order = np.argsort(part, kind="stable")
+                    part = part[order]
+                    batch = batch.drop_columns(["row_at"]).take(pa.array(order))
+                    cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
+                    for lo, hi in zip([0, *cuts], [*cuts, len(part)]):
+                        out.write_batch(batch.slice(lo, hi - lo))
+                        runs[part[lo]].append(spilled)
+                        spilled += 1
+        finally:  # a reader left open holds the connection: no other statement would run on it
+            reader.close()
+        try:
+            with pa.OSFile(str(spill), "rb") as source:
+                read = pa.ipc.open_file(source)
+                for run in runs:
+                    self.con.register("_export_part", pa.Table.from_batches([read.get_batch(i) for i in run],
+                                                                            schema=written))
+                    try:
+                        yield self.con.sql("SELECT * FROM _export_part ORDER BY record_id").to_arrow_reader(
+                            EXPORT_READ_ROWS)
+                    finally:
+                        self.con.unregister("_export_part")
+        finally:
+            spill.unlink(missing_ok=True)
 
     def _export_schema(self) -> pa.Schema:
         """The exported columns as the records table declares them: NOT NULL where the table says so, JSON columns as

@@ -293,20 +293,24 @@ def test_a_stale_export_temporary_is_removed_when_the_store_is_opened_for_writin
     assert sorted(p.name for p in final.parent.iterdir()) == ["records.parquet"]
 
 
+@pytest.mark.parametrize("routed", [False, True], ids=["ranges", "routed"])
 @pytest.mark.parametrize("part_rows, read_rows, batch_bytes, row_groups",
                          [(4, None, None, 6), (100, 5, 1, 5), (100, 5, None, 1), (None, None, None, 1)])
 def test_an_export_holds_what_duckdbs_one_sorted_copy_holds(tmp_path, monkeypatch, part_rows, read_rows,
-                                                             batch_bytes, row_groups):
+                                                             batch_bytes, row_groups, routed):
     """A spec's export, whole or in parts sorted on their own (one sort of every whole record ran out of memory
     under a cap, issue 29) and streamed in batches: the rows and values of DuckDB's own single sorted COPY, in
     record id order, with the table's NOT NULLs and JSON types; a row group per part, per batch when
-    EXPORT_BATCH_BYTES is smaller than one batch, or per many batches; no temporary left behind."""
+    EXPORT_BATCH_BYTES is smaller than one batch, or per many batches; no temporary left behind. The same whether
+    each part is read by a range of ids or the records are routed to their parts in one scan (in batches of 3,
+    so that a part's records come from several batches, each holding several parts)."""
     import pyarrow.parquet as pq
 
     import mashbill.factory.store as store_module
 
     for name, value in (("EXPORT_PART_ROWS", part_rows), ("EXPORT_READ_ROWS", read_rows),
-                        ("EXPORT_BATCH_BYTES", batch_bytes)):
+                        ("EXPORT_BATCH_BYTES", batch_bytes), ("EXPORT_RANGE_PARTS", 0 if routed else None),
+                        ("EXPORT_ROUTE_ROWS", 3 if routed else None)):
         if value is not None:
             monkeypatch.setattr(store_module, name, value)
     with Store.open(tmp_path / "s") as store:
@@ -336,10 +340,11 @@ def test_an_export_holds_what_duckdbs_one_sorted_copy_holds(tmp_path, monkeypatc
     assert sorted(p.name for p in final.parent.iterdir()) == ["records.parquet"]
 
 
-def test_an_export_that_fails_midway_leaves_no_file_and_the_store_usable(tmp_path, monkeypatch):
+@pytest.mark.parametrize("routed", [False, True], ids=["ranges", "routed"])
+def test_an_export_that_fails_midway_leaves_no_file_and_the_store_usable(tmp_path, monkeypatch, routed):
     """A write that fails after the first row group (a full disk) is one StoreError naming the file; no temporary is
-    left, the store's connection still runs statements (a half-read batch reader would hold it), and the next
-    export writes the file."""
+    left (nor the spill file of records routed to their parts), the store's connection still runs statements (a
+    half-read batch reader would hold it), and the next export writes the file."""
     import errno
 
     import pyarrow.parquet as pq
@@ -348,6 +353,9 @@ def test_an_export_that_fails_midway_leaves_no_file_and_the_store_usable(tmp_pat
 
     monkeypatch.setattr(store_module, "EXPORT_READ_ROWS", 1)  # a row group per record: the reader is mid-way
     monkeypatch.setattr(store_module, "EXPORT_BATCH_BYTES", 1)
+    if routed:
+        monkeypatch.setattr(store_module, "EXPORT_RANGE_PARTS", 0)
+        monkeypatch.setattr(store_module, "EXPORT_PART_ROWS", 4)
     real, calls = pq.ParquetWriter.write_table, []
 
     def fill_disk(self, *args, **kwargs):
@@ -365,7 +373,9 @@ def test_an_export_that_fails_midway_leaves_no_file_and_the_store_usable(tmp_pat
         except StoreError as exc:  # asked while the failure's traceback (and what its frames hold) is alive
             assert re.search(r"cannot write the Parquet export .*records\.parquet: No space left", str(exc))
             assert store.con.execute("SELECT count(*) FROM records").fetchall() == [(10,)]
-        assert list((tmp_path / "s" / "parquet" / "t@1").iterdir()) == []
+            assert list((tmp_path / "s" / "parquet" / "t@1").iterdir()) == []
+            with pytest.raises(duckdb.CatalogException):  # the part being written is no longer registered
+                store.con.execute("SELECT count(*) FROM _export_part")
         monkeypatch.setattr(pq.ParquetWriter, "write_table", real)
         assert pq.read_table(store.export_parquet("t", 1, REF.hash)).num_rows == 10
 
