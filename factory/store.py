@@ -542,8 +542,8 @@ class Store(StoreQueries):
         """``record_batches``' rows as read, each batch with the own checks the store kept for its records under this
         spec hash and checks profile (record id -> JSON text, ``keep_record_checks``). The kept checks are joined to
         their records' row ids once, in a temporary table in row-id order, so each batch's come from the row groups
-        of its window: looking each batch's ids up in all of ``record_checks`` cost a scan of it per batch (0.13
-        CPU-s a batch at 900,000 kept checks), again a square."""
+        of its window: looking each batch's ids up in all of ``record_checks`` cost a scan of it per batch (0.17
+        CPU-s a batch at 1,000,000 kept checks, bench/RESULTS.md), again a square."""
         where, params = self._record_filter(spec_hash, status)
         table = f"_kept_checks_{next(_TEMP_NAMES)}"
         self.con.execute(
@@ -667,7 +667,8 @@ class Store(StoreQueries):
                               params=[spec_hash]).to_arrow_reader(EXPORT_ROUTE_ROWS)
         try:
             written = reader.schema.remove(0)
-            options = pa.ipc.IpcWriteOptions(compression="lz4")  # a tenth of the bytes and faster than without
+            # lz4: a tenth of the bytes on disk (1.2 GB -> 125 MB for 500,000 complexity records), about as fast
+            options = pa.ipc.IpcWriteOptions(compression="lz4")
             spilled = 0
             with pa.OSFile(str(spill), "wb") as sink, pa.ipc.new_file(sink, written, options=options) as out:
                 for batch in reader:
