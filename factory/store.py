@@ -669,7 +669,6 @@ class Store(StoreQueries):
             written = reader.schema.remove(0)
             # lz4: a tenth of the bytes on disk (1.2 GB -> 125 MB for 500,000 complexity records), about as fast
             options = pa.ipc.IpcWriteOptions(compression="lz4")
-            spilled = 0
             with pa.OSFile(str(spill), "wb") as sink, pa.ipc.new_file(sink, written, options=options) as out:
                 for batch in reader:
                     part = part_of[batch.column(0).to_numpy()]
@@ -678,9 +677,8 @@ class Store(StoreQueries):
                     batch = batch.drop_columns(["row_at"]).take(pa.array(order))
                     cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
                     for lo, hi in zip([0, *cuts], [*cuts, len(part)]):
+                        runs[part[lo]].append(out.stats.num_record_batches)  # the index of the batch written next
                         out.write_batch(batch.slice(lo, hi - lo))
-                        runs[part[lo]].append(spilled)
-                        spilled += 1
         finally:  # a reader left open holds the connection: no other statement would run on it
             reader.close()
         try:

@@ -476,8 +476,7 @@ def test_record_batches_with_checks_give_each_batch_the_checks_kept_for_its_reco
         store.keep_record_checks(other.hash, "p", [("id9999", "{}")])
     with Store.open(tmp_path / "s", read_only=True) as store:
         for status in (None, "accepted"):
-            rows = [r[0] for r in store.record_batches(spec_hash=REF.hash, status=status, decoded=False)
-                    for r in r]
+            rows = [r[0] for b in store.record_batches(spec_hash=REF.hash, status=status, decoded=False) for r in b]
             assert rows
             for size in (1, 4, len(rows)):
                 batches = list(store.record_batches_with_checks(REF.hash, "p", status, batch_size=size))
