@@ -16,6 +16,7 @@ or without (the markers would otherwise train its end token alone).
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Sequence
 
 from mashbill.validators.errors import ValidationInputError
@@ -34,6 +35,7 @@ class ChatRenderer:
         self._template_kwargs = dict(self.tok.special_tokens_map)
         self._compiled = None
         self._plain_kwargs: dict = {}
+        self._shapes: dict | bool | None = None  # rendered shapes (False: the template's are not provably fillable)
         backend = self.tok.backend_tokenizer
         eot = [t for t in END_OF_TURN if backend.token_to_id(t) is not None]
         if self.tok.eos_token and self.tok.eos_token not in eot:
@@ -80,12 +82,29 @@ class ChatRenderer:
                 return self.render(messages, add_generation_prompt)
             chat.append(d)
         chat = _alias_reasoning_fields(chat)
-        try:
-            if self.markers and not add_generation_prompt:
-                return _render_with_assistant_indices(compiled, chat, None, None, add_generation_prompt,
+        markers = self.markers and not add_generation_prompt
+
+        def render(conversation):
+            if markers:
+                return _render_with_assistant_indices(compiled, conversation, None, None, add_generation_prompt,
                                                       **self._plain_kwargs)
-            return compiled.render(messages=chat, tools=None, documents=None,
+            return compiled.render(messages=conversation, tools=None, documents=None,
                                    add_generation_prompt=add_generation_prompt, **self._plain_kwargs), []
+
+        if self._shapes is None:
+            self._shapes = {} if contents_verbatim(compiled.environment, self.template,
+                                                   set(self._plain_kwargs)) else False
+        try:
+            if self._shapes is False:
+                return render(chat)
+            key = (add_generation_prompt,
+                   tuple(tuple((k, v) for k, v in m.items() if k != "content") + ("content" in m,) for m in chat))
+            shape = self._shapes.get(key)
+            if shape is None:
+                if len(self._shapes) >= SHAPES:
+                    self._shapes.clear()
+                shape = self._shapes[key] = _Shape.of(chat, render)
+            return shape.fill(chat) if shape else render(chat)
         except Exception as exc:
             raise _refused(exc) from None
 
@@ -127,6 +146,154 @@ class ChatRenderer:
                     break
             spans.append((start, end))
         return full, spans
+
+
+SHAPES = 4096  # conversation shapes (roles and fields other than the contents) whose rendering is kept
+_DICT_ATTRS = frozenset(dir(dict))
+
+
+def contents_verbatim(env, template: str, kwargs: set[str]) -> bool:
+    """Does the template put every message's content into its output verbatim, and nowhere else? Then what it
+    renders depends on the contents only by pasting them in: its branches, loops and generation markers see the
+    roles and other fields, never a content, so one rendering with placeholders in the contents gives the text of
+    every conversation of that shape (``_Shape``). Proven on the template's syntax tree: a content is read only as
+    ``message['content']`` (or ``.content``, or ``messages[i]['content']``) inside an output, joined with ``+`` or
+    ``~`` alone; a message is read only by key; and nothing but for-loops over ``messages``, ifs, comparisons, tests,
+    and the generation markers (whose positions follow from the lengths) is used. Anything else (a filter on a
+    content, a test of it, a set, a macro, a call) leaves the template to be rendered every time."""
+    from jinja2 import nodes
+
+    try:
+        tree = env.parse(template)
+    except Exception:
+        return False
+    allowed = (nodes.Template, nodes.Output, nodes.TemplateData, nodes.Const, nodes.For, nodes.If, nodes.Name,
+               nodes.Getitem, nodes.Getattr, nodes.Add, nodes.Concat, nodes.Compare, nodes.Operand, nodes.Not,
+               nodes.And, nodes.Or, nodes.CondExpr, nodes.Test, nodes.CallBlock, nodes.Call, nodes.ExtensionAttribute)
+    message_names = {n.target.name for n in tree.find_all(nodes.For) if isinstance(n.target, nodes.Name)}
+    names = {"messages", "loop", "add_generation_prompt", "raise_exception"} | message_names | kwargs
+
+    def is_message(node) -> bool:
+        if isinstance(node, nodes.Name):
+            return node.name in message_names
+        return (isinstance(node, nodes.Getitem) and isinstance(node.node, nodes.Name) and node.node.name == "messages"
+                and isinstance(node.arg, nodes.Const) and type(node.arg.value) is int)
+
+    def field_of(node) -> str | None:  # the key a message is read by (None: not a message read)
+        if isinstance(node, nodes.Getitem) and is_message(node.node):
+            return node.arg.value if isinstance(node.arg, nodes.Const) and type(node.arg.value) is str else ""
+        if isinstance(node, nodes.Getattr) and is_message(node.node):
+            return node.attr
+        return None
+
+    def walk(node, parents: list) -> bool:
+        if not isinstance(node, allowed):
+            return False
+        parent = parents[-1] if parents else None
+        if isinstance(node, nodes.For):
+            if not (isinstance(node.iter, nodes.Name) and node.iter.name == "messages" and node.test is None
+                    and not node.recursive and isinstance(node.target, nodes.Name)):
+                return False
+        elif isinstance(node, nodes.CallBlock):
+            if not (isinstance(node.call, nodes.Call) and isinstance(node.call.node, nodes.ExtensionAttribute)
+                    and node.call.node.name == "_generation_support" and not node.args):
+                return False
+        elif isinstance(node, nodes.Call):
+            generation = isinstance(parent, nodes.CallBlock) and parent.call is node
+            raising = (isinstance(node.node, nodes.Name) and node.node.name == "raise_exception"
+                       and all(isinstance(a, nodes.Const) for a in node.args) and not node.kwargs)
+            if not (generation or raising) or node.dyn_args or node.dyn_kwargs:
+                return False
+        elif isinstance(node, nodes.Name):
+            if node.ctx != "load" and not (isinstance(parent, nodes.For) and parent.target is node):
+                return False
+            if node.name not in names:
+                return False
+            if node.name == "messages" and not (isinstance(parent, nodes.For) and parent.iter is node
+                                                or is_message(parent)):
+                return False
+            if node.name in message_names and not (isinstance(parent, nodes.For) and parent.target is node
+                                                   or field_of(parent) is not None):
+                return False
+        if isinstance(node, nodes.Getitem) and is_message(node) and field_of(parent) is None:
+            return False  # messages[0] itself (its content in it) rather than one of its fields
+        key = field_of(node)
+        if key is not None:
+            if key in ("", "content"):  # a content (or a key not known here): only pasted into the output
+                if key == "":
+                    return False
+                for above in reversed(parents):
+                    if isinstance(above, nodes.Output):
+                        break
+                    if not isinstance(above, (nodes.Add, nodes.Concat)):
+                        return False
+                else:
+                    return False
+            elif key in _DICT_ATTRS:  # message.get('content'), message.items(): a way round the rule
+                return False
+        parents.append(node)
+        try:
+            return all(walk(child, parents) for child in node.iter_child_nodes())
+        finally:
+            parents.pop()
+
+    return walk(tree, [])
+
+
+_PLACE = "\ue000{}\ue001"  # a content's placeholder: private-use characters no template writes
+
+
+class _Shape:
+    """The rendering of one conversation shape: literal text between the contents' places, which message's content
+    goes in each place, and each generation span's ends as (places before it, offset in the placeholder rendering)."""
+
+    __slots__ = ("parts", "slots", "places", "spans")
+
+    def __init__(self, parts, slots, places, spans):
+        self.parts, self.slots, self.places, self.spans = parts, slots, places, spans
+
+    @classmethod
+    def of(cls, chat: list[dict], render) -> "_Shape | bool":
+        """The shape of chat, from one rendering with placeholders; False where it cannot be one (a placeholder
+        rendered twice or inside a generation span's end): that shape is rendered every time."""
+        probe = [{**m, "content": _PLACE.format(i)} if "content" in m else m for i, m in enumerate(chat)]
+        text, gen = render(probe)
+        found = []
+        for i, m in enumerate(probe):
+            if "content" in m:
+                at = text.find(m["content"])
+                if at >= 0:
+                    if text.find(m["content"], at + 1) >= 0:
+                        return False
+                    found.append((at, i))
+        found.sort()
+        parts, places, at = [], [], 0
+        for start, i in found:
+            parts.append(text[at:start])
+            places.append((start, start + len(probe[i]["content"])))
+            at = places[-1][1]
+        parts.append(text[at:])
+        spans = []
+        for span in gen:
+            ends = []
+            for end in span:
+                before = sum(1 for s, e in places if e <= end)
+                if any(s < end < e for s, e in places):
+                    return False
+                ends.append((before, end))
+            spans.append(tuple(ends))
+        return cls(tuple(parts), tuple(i for _, i in found), tuple(e - s for s, e in places), tuple(spans))
+
+    def fill(self, chat: list[dict]) -> tuple[str, list]:
+        contents = [chat[i]["content"] for i in self.slots]
+        pieces = [self.parts[0]]
+        for c, part in zip(contents, self.parts[1:]):
+            pieces.append(c)
+            pieces.append(part)
+        if not self.spans:
+            return "".join(pieces), []
+        grown = list(accumulate((len(c) - n for c, n in zip(contents, self.places)), initial=0))
+        return "".join(pieces), [tuple(end + grown[before] for before, end in span) for span in self.spans]
 
 
 def _refused(exc: Exception) -> RecordProblem:
