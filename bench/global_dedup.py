@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -101,12 +100,13 @@ def run_duckdb(records: int, seed: int, out: Path, folder: Path, memory: str) ->
 
 
 def measured(args: list[str]) -> tuple[float, float, float]:
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, __file__, *args])
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        sys.exit(f"{args[0]} failed with status {status}")
-    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    sys.path.insert(0, str(ROOT))
+    from bench.measured import run_measured
+
+    got = run_measured([sys.executable, __file__, *args], capture=False)
+    if got.code != 0:
+        sys.exit(f"{args[0]} failed with status {got.code}")
+    return got.wall_s, got.cpu_s, got.peak_mb
 
 
 def main() -> None:

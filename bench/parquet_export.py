@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,16 +46,15 @@ def export_once(store_dir: Path, spec: Path, out: Path, routed: bool) -> dict:
 
 def run_side(store_dir: Path, spec: Path, out: Path, routed: bool) -> dict:
     """One export in a child process: its CPU seconds, wall seconds and peak RSS (os.wait4), and what it wrote."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, __file__, "--child", "--store", str(store_dir), "--spec", str(spec),
-                             "--out", str(out)] + (["--routed"] if routed else []), stdout=subprocess.PIPE)
-    stdout = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if status:
-        raise SystemExit(f"the {'routed' if routed else 'ranges'} export of {spec.name} failed (status {status})")
-    got = json.loads(stdout.decode().strip().splitlines()[-1])
-    return {**got, "cpu": usage.ru_utime + usage.ru_stime, "wall": wall, "peak_mb": usage.ru_maxrss / 1024}
+    from bench.measured import run_measured
+
+    run = run_measured([sys.executable, __file__, "--child", "--store", store_dir, "--spec", spec, "--out", out]
+                       + (["--routed"] if routed else []))
+    if run.code:
+        raise SystemExit(f"the {'routed' if routed else 'ranges'} export of {spec.name} failed (status {run.code}): "
+                         f"{run.tail(400)}")
+    got = json.loads(run.stdout.decode().strip().splitlines()[-1])
+    return {**got, "cpu": run.cpu_s, "wall": run.wall_s, "peak_mb": run.peak_mb}
 
 
 def main() -> int:

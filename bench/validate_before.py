@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,29 +44,21 @@ atexit.register(lambda: sys.stderr.write(f"bench-gc-seconds {_spent[0]:.3f} {_sp
 
 def validate(spec: Path, store: Path, pythonpath: str) -> dict:
     """wall s, CPU s, peak RSS MB, collector s and the report without timings of one validation."""
+    from bench.measured import run_measured
     from tests.factory.rehearsal_run import MASHBILL
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([MASHBILL, "validate", str(spec), "--store", str(store), "--no-write", "-q",
-                                 "--audit-sample", "20", "--json"], stdout=out, stderr=err,
-                                env={**os.environ, "PYTHONPATH": pythonpath}, cwd=tempfile.gettempdir())
-        _, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
-        errors = err.read().decode(errors="replace")
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):
-            raise SystemExit(f"validate {spec.name} --store {store} exited {code}: {errors.strip()[-400:]}")
-        report = json.loads(out.read())
-    gc_s = re.search(r"bench-gc-seconds ([\d.]+)", errors)
+    run = run_measured([MASHBILL, "validate", spec, "--store", store, "--no-write", "-q", "--audit-sample", "20",
+                        "--json"], env={**os.environ, "PYTHONPATH": pythonpath}, cwd=tempfile.gettempdir())
+    if run.code not in (0, 1):
+        raise SystemExit(f"validate {spec.name} --store {store} exited {run.code}: {run.tail(400)}")
+    report = json.loads(run.stdout)
+    gc_s = re.search(r"bench-gc-seconds ([\d.]+)", run.stderr.decode(errors="replace"))
     report.pop("wall_s")
     report.pop("source")  # the store's path: REV validates a copy
     span = report.get("span") or {}
     span.pop("fast_s", None)
     span.get("audit", {}).pop("wall_s", None)
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024,
+    return {"wall": run.wall_s, "cpu": run.cpu_s, "rss": run.peak_mb,
             "gc": float(gc_s.group(1)) if gc_s else float("nan"), "report": report}
 
 

@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,26 +28,20 @@ sys.path.insert(0, str(ROOT))
 
 def validate(spec: Path, store: Path, jobs: int) -> tuple[float, float, float, dict]:
     """(wall s, CPU s of the command and its workers, peak RSS MB, the report without timings)."""
+    from bench.measured import run_measured
     from tests.factory.rehearsal_run import MASHBILL
 
-    with tempfile.TemporaryFile() as out:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([MASHBILL, "validate", str(spec), "--store", str(store), "--no-write", "-q",
-                                 "--audit-sample", "20", "--json", "--jobs", str(jobs)], stdout=out,
-                                stderr=subprocess.DEVNULL)
-        _, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):
-            raise SystemExit(f"validate {spec.name} --jobs {jobs} exited {code}")
-        out.seek(0)
-        report = json.loads(out.read())
+    run = run_measured([MASHBILL, "validate", spec, "--store", store, "--no-write", "-q", "--audit-sample", "20",
+                        "--json", "--jobs", jobs])
+    if run.code not in (0, 1):
+        raise SystemExit(f"validate {spec.name} --jobs {jobs} exited {run.code}: {run.tail(400)}")
+    report = json.loads(run.stdout)
     report.pop("wall_s")
     span = report.get("span") or {}
     for k in ("fast_s", "pieces_tokenized"):
         span.pop(k, None)
     span.get("audit", {}).pop("wall_s", None)
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, report
+    return run.wall_s, run.cpu_s, run.peak_mb, report
 
 
 def main() -> int:

@@ -23,10 +23,8 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,20 +35,14 @@ PEAK = [0.0]
 def mashbill(*args, ok=(0,)) -> tuple[float, float, bytes]:
     """(wall s, CPU s of the command and its children, stdout) of one `mashbill` command; its peak RSS (MB, the
     largest process's) in PEAK[0]."""
+    from bench.measured import run_measured
     from tests.factory.rehearsal_run import MASHBILL
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([MASHBILL, *map(str, args)], stdout=out, stderr=err)
-        _, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        code = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if code not in ok:
-            raise SystemExit(f"mashbill {' '.join(map(str, args))} exited {code}: {err.read().decode()[-2000:]}")
-        PEAK[0] = ru.ru_maxrss / 1024
-        return wall, ru.ru_utime + ru.ru_stime, out.read()
+    run = run_measured([MASHBILL, *args])
+    if run.code not in ok:
+        raise SystemExit(f"mashbill {' '.join(map(str, args))} exited {run.code}: {run.tail()}")
+    PEAK[0] = run.peak_mb
+    return run.wall_s, run.cpu_s, run.stdout
 
 
 def report_of(stdout: bytes) -> dict:
