@@ -150,6 +150,7 @@ class ChatRenderer:
 
 SHAPES = 4096  # conversation shapes (roles and fields other than the contents) whose rendering is kept
 _DICT_ATTRS = frozenset(dir(dict))
+_LOOP_FIELDS = frozenset({"first", "last", "index", "index0", "revindex", "revindex0", "length"})  # the shape's
 
 
 def contents_verbatim(env, template: str, kwargs: set[str]) -> bool:
@@ -215,6 +216,9 @@ def contents_verbatim(env, template: str, kwargs: set[str]) -> bool:
             if node.name in message_names and not (isinstance(parent, nodes.For) and parent.target is node
                                                    or field_of(parent) is not None):
                 return False
+        if isinstance(node, nodes.Name) and node.name == "loop" and not (
+                isinstance(parent, nodes.Getattr) and parent.node is node and parent.attr in _LOOP_FIELDS):
+            return False  # loop.previtem['content'] and loop.cycle(...) would read or spread a content
         if isinstance(node, nodes.Getitem) and is_message(node) and field_of(parent) is None:
             return False  # messages[0] itself (its content in it) rather than one of its fields
         key = field_of(node)

@@ -32,6 +32,10 @@ REFUSED = [
     "{% macro show(x) %}{{ x }}{% endmacro %}{% for m in messages %}{{ show(m.content) }}{% endfor %}",
     "{% for m in messages %}{{ m.content is string }}{% endfor %}",
     "{% for m in messages if m.content %}{{ m.content }}{% endfor %}",
+    "{% for m in messages %}{% if not loop.first and loop.previtem['content'] == '' %}E{% endif %}{{ m.content }}"
+    "{% endfor %}",
+    "{% for m in messages %}{{ loop.cycle('a', 'b') }}{{ m.content }}{% endfor %}",
+    "{% for m in messages %}{% if tools %}T{% endif %}{{ m.content }}{% endfor %}",
 ]
 
 PASTED = [
