@@ -63,7 +63,8 @@ class ChatRenderer:
     def render_fast(self, messages: Sequence[dict], add_generation_prompt: bool = False) -> tuple[str, list]:
         """What render_jinja_template does for a plain conversation (no tools, no documents), minus the generic
         copying: messages whose values are all strings are copied shallowly, anything else goes through
-        transformers' own sanitising copy."""
+        transformers' own sanitising copy. A template proven to paste contents verbatim (``contents_verbatim``) is
+        rendered once per conversation shape and filled in (``_Shape``)."""
         from transformers.utils.chat_template_utils import (_alias_reasoning_fields, _compile_jinja_template,
                                                             _plain_template_data, _render_with_assistant_indices)
 
@@ -150,7 +151,7 @@ class ChatRenderer:
 
 SHAPES = 4096  # conversation shapes (roles and fields other than the contents) whose rendering is kept
 _DICT_ATTRS = frozenset(dir(dict))
-_LOOP_FIELDS = frozenset({"first", "last", "index", "index0", "revindex", "revindex0", "length"})  # the shape's
+_LOOP_FIELDS = frozenset({"first", "last", "index", "index0", "revindex", "revindex0", "length"})  # shape-given
 
 
 def contents_verbatim(env, template: str, kwargs: set[str]) -> bool:
@@ -245,6 +246,7 @@ def contents_verbatim(env, template: str, kwargs: set[str]) -> bool:
 
 
 _PLACE = "\ue000{}\ue001"  # a content's placeholder: private-use characters no template writes
+_OTHER = "\ue002<{}>\ue003\n"  # the check's placeholders
 
 
 class _Shape:
@@ -258,8 +260,9 @@ class _Shape:
 
     @classmethod
     def of(cls, chat: list[dict], render) -> "_Shape | bool":
-        """The shape of chat, from one rendering with placeholders; False where it cannot be one (a placeholder
-        rendered twice or inside a generation span's end): that shape is rendered every time."""
+        """The shape of chat, from one rendering with placeholders, checked by a second with other placeholders;
+        False where it cannot be one (a placeholder rendered twice, a generation span ending inside one, the check
+        failing): that shape is rendered every time."""
         probe = [{**m, "content": _PLACE.format(i)} if "content" in m else m for i, m in enumerate(chat)]
         text, gen = render(probe)
         found = []
@@ -286,7 +289,13 @@ class _Shape:
                     return False
                 ends.append((before, end))
             spans.append(tuple(ends))
-        return cls(tuple(parts), tuple(i for _, i in found), tuple(e - s for s, e in places), tuple(spans))
+        shape = cls(tuple(parts), tuple(i for _, i in found), tuple(e - s for s, e in places), tuple(spans))
+        # filled with other placeholders, of other lengths, it must give what the template gives for them (a
+        # placeholder found in the template's own text rather than in a content would not)
+        other = [{**m, "content": _OTHER.format(i)} if "content" in m else m for i, m in enumerate(chat)]
+        text, gen = render(other)
+        filled, spans_filled = shape.fill(other)
+        return shape if (filled, spans_filled) == (text, [tuple(s) for s in gen]) else False
 
     def fill(self, chat: list[dict]) -> tuple[str, list]:
         contents = [chat[i]["content"] for i in self.slots]
