@@ -120,7 +120,8 @@ def test_a_shape_whose_placeholder_renders_twice_is_rendered_every_time(qwen2):
 def test_a_placeholder_the_template_writes_itself_is_not_taken_for_a_content(qwen2):
     from mashbill.validators.spans.chat_render import _PLACE
 
-    template = "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}" + _PLACE.format(1)
+    template = ("{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}"
+                + _PLACE.format(1))
     renderer = ChatRenderer(qwen2, template)
     msgs = [{"role": "user", "content": "ab"}, {"role": "assistant", "content": "cd"}]
     assert renderer.render_fast(msgs) == renderer.render(msgs) == ("ab" + _PLACE.format(1), [])
