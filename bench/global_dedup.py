@@ -100,7 +100,6 @@ def run_duckdb(records: int, seed: int, out: Path, folder: Path, memory: str) ->
 
 
 def measured(args: list[str]) -> tuple[float, float, float]:
-    sys.path.insert(0, str(ROOT))
     from bench.measured import run_measured
 
     got = run_measured([sys.executable, __file__, *args], capture=False)
