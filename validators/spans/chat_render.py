@@ -35,7 +35,8 @@ class ChatRenderer:
         self._template_kwargs = dict(self.tok.special_tokens_map)
         self._compiled = None
         self._plain_kwargs: dict = {}
-        self._shapes: dict | bool | None = None  # rendered shapes (False: the template's are not provably fillable)
+        self._shapes: dict | bool | None = None  # rendered shapes (False: each conversation is rendered)
+        self._asked = self._made = 0  # shapes looked up, and made
         backend = self.tok.backend_tokenizer
         eot = [t for t in END_OF_TURN if backend.token_to_id(t) is not None]
         if self.tok.eos_token and self.tok.eos_token not in eot:
@@ -101,7 +102,14 @@ class ChatRenderer:
             key = (add_generation_prompt,
                    tuple(tuple((k, v) for k, v in m.items() if k != "content") + ("content" in m,) for m in chat))
             shape = self._shapes.get(key)
+            self._asked += 1
             if shape is None:
+                self._made += 1
+                if self._made > SHAPES_TRIED and 2 * self._made > self._asked:
+                    # a field other than the contents varies from record to record (a name, an id): each shape
+                    # would be rendered twice to be used once
+                    self._shapes = False
+                    return render(chat)
                 if len(self._shapes) >= SHAPES:
                     self._shapes.clear()
                 shape = self._shapes[key] = _Shape.of(chat, render)
@@ -150,6 +158,7 @@ class ChatRenderer:
 
 
 SHAPES = 4096  # conversation shapes (roles and fields other than the contents) whose rendering is kept
+SHAPES_TRIED = 256  # shapes made before rendering by shape stops when most conversations are a shape of their own
 _DICT_ATTRS = frozenset(dir(dict))
 _LOOP_FIELDS = frozenset({"first", "last", "index", "index0", "revindex", "revindex0", "length"})  # shape-given
 

@@ -126,3 +126,19 @@ def test_a_placeholder_the_template_writes_itself_is_not_taken_for_a_content(qwe
     msgs = [{"role": "user", "content": "ab"}, {"role": "assistant", "content": "cd"}]
     assert renderer.render_fast(msgs) == renderer.render(msgs) == ("ab" + _PLACE.format(1), [])
     assert list(renderer._shapes.values()) == [False]
+
+
+def test_shapes_stop_when_most_conversations_are_a_shape_of_their_own(qwen2):
+    from mashbill.validators.spans.chat_render import SHAPES_TRIED
+
+    renderer = ChatRenderer(qwen2, resolve_chat_template(qwen2, "chatml"))
+    same = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    for i in range(SHAPES_TRIED):  # one shape, used again and again: kept
+        msgs = [{**m, "content": f"{m['content']}{i}"} for m in same]
+        assert renderer.render_fast(msgs) == renderer.render(msgs)
+    assert len(renderer._shapes) == 1
+    for i in range(3 * SHAPES_TRIED):  # a name of its own on every record: each would be a shape used once
+        msgs = [{**same[0], "name": f"user{i}"}, same[1]]
+        assert renderer.render_fast(msgs) == renderer.render(msgs)
+    assert renderer._shapes is False
+    assert renderer.render_fast(same) == renderer.render(same)
