@@ -86,36 +86,36 @@ class ChatRenderer:
         chat = _alias_reasoning_fields(chat)
         markers = self.markers and not add_generation_prompt
 
-        def render(conversation):
-            if markers:
-                return _render_with_assistant_indices(compiled, conversation, None, None, add_generation_prompt,
-                                                      **self._plain_kwargs)
-            return compiled.render(messages=conversation, tools=None, documents=None,
-                                   add_generation_prompt=add_generation_prompt, **self._plain_kwargs), []
+        def render(conversation):  # the template's own errors are the record's (SPAN007); ours are not caught
+            try:
+                if markers:
+                    return _render_with_assistant_indices(compiled, conversation, None, None, add_generation_prompt,
+                                                          **self._plain_kwargs)
+                return compiled.render(messages=conversation, tools=None, documents=None,
+                                       add_generation_prompt=add_generation_prompt, **self._plain_kwargs), []
+            except Exception as exc:
+                raise _refused(exc) from None
 
         if self._shapes is None:
             self._shapes = {} if contents_verbatim(compiled.environment, self.template,
                                                    set(self._plain_kwargs)) else False
-        try:
-            if self._shapes is False:
+        if self._shapes is False:
+            return render(chat)
+        key = (add_generation_prompt,
+               tuple(tuple((k, v) for k, v in m.items() if k != "content") + ("content" in m,) for m in chat))
+        shape = self._shapes.get(key)
+        self._asked += 1
+        if shape is None:
+            self._made += 1
+            if self._made > SHAPES_TRIED and 2 * self._made > self._asked:
+                # a field other than the contents varies from record to record (a name, an id): each shape would be
+                # rendered twice to be used once
+                self._shapes = False
                 return render(chat)
-            key = (add_generation_prompt,
-                   tuple(tuple((k, v) for k, v in m.items() if k != "content") + ("content" in m,) for m in chat))
-            shape = self._shapes.get(key)
-            self._asked += 1
-            if shape is None:
-                self._made += 1
-                if self._made > SHAPES_TRIED and 2 * self._made > self._asked:
-                    # a field other than the contents varies from record to record (a name, an id): each shape
-                    # would be rendered twice to be used once
-                    self._shapes = False
-                    return render(chat)
-                if len(self._shapes) >= SHAPES:
-                    self._shapes.clear()
-                shape = self._shapes[key] = _Shape.of(chat, render)
-            return shape.fill(chat) if shape else render(chat)
-        except Exception as exc:
-            raise _refused(exc) from None
+            if len(self._shapes) >= SHAPES:
+                self._shapes.clear()
+            shape = self._shapes[key] = _Shape.of(chat, render)
+        return shape.fill(chat) if shape else render(chat)
 
     def assistant_spans(self, messages: Sequence[dict], *, fast: bool = False) -> tuple[str, list[tuple[int, int]]]:
         """The rendered text and the character span of every assistant turn (with its end-of-turn token)."""

@@ -142,3 +142,21 @@ def test_shapes_stop_when_most_conversations_are_a_shape_of_their_own(qwen2):
         assert renderer.render_fast(msgs) == renderer.render(msgs)
     assert renderer._shapes is False
     assert renderer.render_fast(same) == renderer.render(same)
+
+
+def test_a_template_that_refuses_a_shape_refuses_it_the_same_way(qwen2):
+    template = ("{% for m in messages %}{% if m.role == 'system' and not loop.first %}"
+                "{{ raise_exception('the system message must come first') }}{% endif %}{{ m.content }}{% endfor %}")
+    assert contents_verbatim(_environment(), template, set())
+    renderer = ChatRenderer(qwen2, template)
+    msgs = [{"role": "user", "content": "q"}, {"role": "system", "content": "s"}]
+    for _ in range(2):  # the shape is not kept: each time it is refused again
+        with pytest.raises(RecordProblem) as fast:
+            renderer.render_fast(msgs)
+        with pytest.raises(RecordProblem) as full:
+            renderer.render(msgs)
+        assert (fast.value.code, fast.value.detail) == (full.value.code, full.value.detail) == (
+            "SPAN007", "the chat template refused this conversation: the system message must come first")
+    assert renderer._shapes == {}
+    ok = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    assert renderer.render_fast(ok) == renderer.render(ok) == ("sq", [])
