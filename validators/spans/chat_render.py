@@ -35,7 +35,7 @@ class ChatRenderer:
         self._template_kwargs = dict(self.tok.special_tokens_map)
         self._compiled = None
         self._plain_kwargs: dict = {}
-        self._shapes: dict | bool | None = None  # rendered shapes (False: each conversation is rendered)
+        self._shapes: dict | bool = False  # rendered shapes, set with the compiled template (False: each is rendered)
         self._asked = self._made = 0  # shapes looked up, and made
         backend = self.tok.backend_tokenizer
         eot = [t for t in END_OF_TURN if backend.token_to_id(t) is not None]
@@ -75,6 +75,8 @@ class ChatRenderer:
         if compiled is None:
             compiled = self._compiled = _compile_jinja_template(self.template)
             self._plain_kwargs = _plain_template_data(self._template_kwargs)
+            proven = contents_verbatim(compiled.environment, self.template, set(self._plain_kwargs))
+            self._shapes = {} if proven else False
         chat = []
         for m in messages:
             if not isinstance(m, dict):
@@ -96,9 +98,6 @@ class ChatRenderer:
             except Exception as exc:
                 raise _refused(exc) from None
 
-        if self._shapes is None:
-            self._shapes = {} if contents_verbatim(compiled.environment, self.template,
-                                                   set(self._plain_kwargs)) else False
         if self._shapes is False:
             return render(chat)
         key = (add_generation_prompt,
@@ -226,24 +225,20 @@ def contents_verbatim(env, template: str, kwargs: set[str]) -> bool:
             if node.name in message_names and not (isinstance(parent, nodes.For) and parent.target is node
                                                    or field_of(parent) is not None):
                 return False
-        if isinstance(node, nodes.Name) and node.name == "loop" and not (
-                isinstance(parent, nodes.Getattr) and parent.node is node and parent.attr in _LOOP_FIELDS):
-            return False  # loop.previtem['content'] and loop.cycle(...) would read or spread a content
+            if node.name == "loop" and not (isinstance(parent, nodes.Getattr) and parent.attr in _LOOP_FIELDS):
+                return False  # loop.previtem['content'] and loop.cycle(...) would read or spread a content
         if isinstance(node, nodes.Getitem) and is_message(node) and field_of(parent) is None:
             return False  # messages[0] itself (its content in it) rather than one of its fields
         key = field_of(node)
-        if key is not None:
-            if key in ("", "content"):  # a content (or a key not known here): only pasted into the output
-                if key == "":
+        if key == "" or key in _DICT_ATTRS:  # a key not known here; message.get('content'), message.items()
+            return False
+        if key == "content":  # only pasted into an output
+            for above in reversed(parents):
+                if isinstance(above, nodes.Output):
+                    break
+                if not isinstance(above, (nodes.Add, nodes.Concat)):
                     return False
-                for above in reversed(parents):
-                    if isinstance(above, nodes.Output):
-                        break
-                    if not isinstance(above, (nodes.Add, nodes.Concat)):
-                        return False
-                else:
-                    return False
-            elif key in _DICT_ATTRS:  # message.get('content'), message.items(): a way round the rule
+            else:
                 return False
         parents.append(node)
         try:
