@@ -183,10 +183,10 @@ class SpanEngine:
             if partial and self.policy.word_cuts:
                 # A piece cut by a span boundary is cut further at word cuts (as count_many does), so that only
                 # the words at the boundary are tokenized with offsets; the rest are counted through the cache.
-                specials, out, at = self.policy.special_set, [], 0
+                out, at = [], 0
                 for i in partial:  # sorted; only these pieces are cut, the rest are copied as slices
                     out += pieces[at:i]
-                    out += split_words(pieces[i], specials)
+                    out += split_words(pieces[i], self.policy)
                     at = i + 1
                 out += pieces[at:]
                 pieces = split[j] = out

@@ -34,10 +34,20 @@ _LINE_CUT = re.compile("\n(?=[" + _SAFE_START + "])")
 WORD_CUT = re.compile(r"(?=[ !-/:-@\[-`{-~])(?<=[^\W_])")
 
 
-def split_words(piece: str, specials: frozenset) -> list[str]:
-    """The words of a piece at word cuts; an added token's piece is one word (its text may hold letters before
-    punctuation, ``<|endoftext|>``, but it is one token)."""
-    return [piece] if piece in specials else WORD_CUT.split(piece)
+# A digit cut: before and after every ASCII digit, for a tokenizer whose first pre-tokenizer makes each digit a
+# pre-token of its own (``span_policy.isolates_digits_first``): a new number then costs no tokenizer call.
+_DIGIT = re.compile("([0-9])")
+
+
+def split_words(piece: str, policy: "CutPolicy") -> list[str]:
+    """The words of a piece at word cuts (and digit cuts where the policy has them); an added token's piece is one
+    word (its text may hold letters before punctuation, ``<|endoftext|>``, but it is one token)."""
+    if piece in policy.special_set:
+        return [piece]
+    words = WORD_CUT.split(piece)
+    if policy.digit_cuts and _DIGIT.search(piece):
+        return [d for w in words for d in _DIGIT.split(w) if d]
+    return words
 
 
 @dataclass
@@ -56,6 +66,8 @@ class CutPolicy:
     # A piece seen for the first time is counted word by word (see PieceCounter.count_many).
     word_cuts: bool = False
     special_set: frozenset = frozenset()
+    # ... and also cut before and after every ASCII digit (see split_words).
+    digit_cuts: bool = False
 
 
 
@@ -192,8 +204,7 @@ class PieceCounter:
         pol = self.policy
         if pol.word_cuts:
             cache = self.cache
-            specials = pol.special_set
-            words = [split_words(p, specials) for p in pieces]
+            words = [split_words(p, pol) for p in pieces]
             new = list({w: None for ws in words for w in ws if w not in cache})
             if new:
                 for w, n in zip(new, self._count_raw(new)):

@@ -57,6 +57,24 @@ def _bytelevel_regex_ok(pre: dict | None) -> tuple[bool, str]:
     return has_bytelevel, "" if has_bytelevel else "not byte-level"
 
 
+def isolates_digits_first(pre: dict | None) -> bool:
+    """Does the first pre-tokenizer make every digit a pre-token of its own (SmolLM2, StarCoder: a Split on
+    ``\\p{N}``, Isolated; or Digits with individual_digits)? Then a cut before or after an ASCII digit is safe:
+    each later step works inside the pieces that first split leaves, where a digit stands alone whether the text
+    around it is there or not, and BPE never merges across pre-tokens. (Where the digits are isolated only by an
+    alternative of the main regex, as in Qwen2, a cut before a digit is not safe: "a  1" and "a  " + "1" part their
+    spaces differently under ``\\s+(?!\\S)``.) An NFC normalizer cannot compose across such a cut either: no
+    precomposed character has a digit on either side of it."""
+    if pre is None:
+        return False
+    first = pre["pretokenizers"][0] if pre.get("type") == "Sequence" and pre.get("pretokenizers") else pre
+    if first.get("type") == "Digits":
+        return bool(first.get("individual_digits"))
+    pat = first.get("pattern")
+    return (first.get("type") == "Split" and isinstance(pat, dict) and pat.get("Regex") == r"\p{N}"
+            and first.get("behavior") == "Isolated" and not first.get("invert"))
+
+
 def _normalizer_ok(norm: dict | None) -> bool:
     if norm is None:
         return True
@@ -97,7 +115,7 @@ def _policy_holds(counter: PieceCounter, probes: Sequence[str]) -> str | None:
         if counter.ids_concat(s) != whole:
             return f"piece-wise tokens differ on {s!r}"
         if counter.policy.word_cuts:
-            words = [w for p in pieces for w in split_words(p, counter.policy.special_set)]
+            words = [w for p in pieces for w in split_words(p, counter.policy)]
             ids = [i for ids, _ in counter.encode_many(words) for i in ids]
             if ids != whole:
                 return f"word-wise tokens differ on {s!r}"
@@ -126,9 +144,11 @@ def detect_policy(loaded: LoadedTokenizer, seed: int = 0) -> CutPolicy:
     trims = '"trim_offsets": true' in post
     no_newline_tokens = not any("\n" in t for t in cut_tokens)
     if model_type == "BPE" and ok_pre and _normalizer_ok(j.get("normalizer")) and not risky:
-        candidates.append(CutPolicy("bytelevel-lines", special_re, True, reason="byte-level BPE, known regex",
-                                    nonempty_offsets=not trims, block_cache=no_newline_tokens,
-                                    special_set=frozenset(cut_tokens), word_cuts=True))
+        for digits in ([True, False] if isolates_digits_first(j.get("pre_tokenizer")) else [False]):
+            candidates.append(CutPolicy("bytelevel-lines", special_re, True,
+                                        reason="byte-level BPE, known regex" + (", digits cut" if digits else ""),
+                                        nonempty_offsets=not trims, block_cache=no_newline_tokens,
+                                        special_set=frozenset(cut_tokens), word_cuts=True, digit_cuts=digits))
     if special_re is not None and not risky:
         sentinel = None
         for t in added:
