@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -166,6 +167,36 @@ def test_spec_mode_reads_mashbill_store_and_prints_json(cli_store, tmp_path):
     assert res.exit_code == (1 if report["rejected_records"] else 0), res.output
     nowhere = invoke("validate", cli_store.spec, "--no-spans", env={"MASHBILL_STORE": str(tmp_path / "none")})
     assert nowhere.exit_code == 2 and str(tmp_path / "none") in nowhere.stderr, nowhere.output
+
+
+def test_spec_mode_reads_no_seed_row(tmp_path, monkeypatch):
+    """Stored records are found by the spec's hash, which hashes the seed files without reading them; a 500,000-row
+    seed file was 2.5% of a rehearsal's validation (issue 29), and every --jobs worker loads the spec again."""
+    import yaml
+
+    from mashbill.factory.store import Store
+    from mashbill.specs import load_spec, loader
+    from tests.cli.conftest import invoke
+    from tests.curation.conftest import SEEDS, SHARED, add_records, spec_yaml
+
+    shutil.copytree(SHARED, tmp_path / "lib" / "shared")
+    data = spec_yaml("seed-file")
+    data["seeds"] = [{"path": "seeds.jsonl"}]
+    spec = tmp_path / "lib" / "plan" / "seed-file@1.yaml"
+    spec.parent.mkdir(parents=True)
+    spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    (spec.parent / "seeds.jsonl").write_text(
+        "".join(json.dumps({"query": q, "lang": lang, "type": t}) + "\n" for q, lang, t, _ in SEEDS), encoding="utf-8")
+    with Store.open(tmp_path / "store") as store:
+        add_records(store, load_spec(spec))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("validate read the seed rows")
+
+    monkeypatch.setattr(loader, "read_seed_rows", refuse)
+    res = invoke("validate", spec, "--no-spans", "--no-expectations", "--json",
+                 env={"MASHBILL_STORE": str(tmp_path / "store")})
+    assert json.loads(res.stdout)["records"] == len(SEEDS), res.output
 
 
 def test_the_help_names_the_default_rule_set():

@@ -141,7 +141,7 @@ def command(target, store_path, fmt, profile_spec, tokenizer, chat_template, max
         from mashbill.specs import find_spec, load_spec
         from mashbill.validators.run_store import validate_spec_records
 
-        rs = load_spec(find_spec(target))
+        rs = load_spec(find_spec(target), seed_rows=False)  # records are found by the hash; no check reads seeds
         tp = rs.spec.trainer_profile
         opts.base_dir = rs.home
         opts.holdout += [str(p) for k, p in rs.file_paths.items() if k.startswith("holdout.")]
