@@ -41,3 +41,19 @@ def test_a_bad_holdout_row_names_the_file_and_line_in_both_layers(tmp_path):
         read_holdout(p)
     with pytest.raises(ValidationInputError, match=r"bench\.jsonl:2: holdout row is not JSON"):
         load_holdout(p)
+
+
+def test_ascii_words_without_the_regular_expression_are_the_expressions():
+    """`normalize`'s ASCII path (str.translate) gives what the regular expression gives, on every ASCII character
+    and runs of them (underscores, control characters, the \\x1c-\\x1f separators str.split also splits on)."""
+    import random
+
+    from mashbill.specs.holdout import _NON_ALNUM, _words
+
+    rng = random.Random(29)
+    alphabet = [chr(c) for c in range(128)] + ["_", " ", "a", "7", "Z"] * 8
+    texts = ["", "_", "__a__", "a_b", "\x1c a\x1fb\t", " x ", "1,000.5"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(5000)]
+    for text in texts:
+        assert _words(text) == _NON_ALNUM.sub(" ", text).strip(), repr(text)
+    assert _words("Grüße_aus Köln!") == _NON_ALNUM.sub(" ", "Grüße_aus Köln!").strip() == "Grüße aus Köln"
