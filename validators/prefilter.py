@@ -10,8 +10,9 @@ superset), by construction: each character test (a literal under ``re.IGNORECASE
 the exact set of characters for which Python's own engine says yes, anchors, word boundaries and lookarounds are
 left out (which only widens), a back-reference becomes any run of characters, and very long counted repeats keep
 their lower bound only. The character sets are computed over U+0000-U+036F (Latin scripts, their diacritics and
-IPA); a text holding any character above that is not prefiltered (its patterns all run), so no other script's
-case folding or Unicode version can make the two engines differ. A pattern that cannot be converted always runs.
+IPA) and the two brackets the rule sets' masks put around their placeholders (``⟨DATE⟩``: symbols without case, a
+fifth of the plan queries of a rehearsal held one); a text holding any other character is not prefiltered (its
+patterns all run), so no other script's case folding or Unicode version can make the two engines differ. A pattern that cannot be converted always runs.
 Without Hyperscan (not installed; it is an x86-64 Linux dependency) or with ``MASHBILL_PREFILTER=0``, everything
 runs as before.
 """
@@ -31,6 +32,9 @@ except ImportError:  # another platform: every pattern runs
     hyperscan = None
 
 DOMAIN = 0x370  # code points below this are what the converted patterns are exact on
+PLACEHOLDER_BRACKETS = "\u27e8\u27e9"  # ... and these (⟨ ⟩)
+_CODE_POINTS = (*range(DOMAIN), *map(ord, PLACEHOLDER_BRACKETS))
+_IN_DOMAIN = re.compile("[\x00-\u036f" + PLACEHOLDER_BRACKETS + "]*")
 _REPEAT_CAP = 64  # counted repeats above this keep their lower bound only (Hyperscan's compile grows with them)
 _CHAR_FLAGS = re.IGNORECASE | re.DOTALL | re.ASCII | re.UNICODE  # what a one-character test depends on
 
@@ -50,14 +54,14 @@ _chars_memo: dict[tuple, frozenset[int]] = {}
 
 
 def _chars(node, flags: int) -> frozenset[int]:
-    """The code points below DOMAIN that one single-character node matches, asked of Python's own engine."""
+    """The code points of the domain that one single-character node matches, asked of Python's own engine."""
     key = (repr(node), flags & _CHAR_FLAGS)
     hit = _chars_memo.get(key)
     if hit is None:
         state = _parser.State()
         state.flags = flags
         rx = _compiler.compile(_parser.SubPattern(state, [node]), flags)
-        hit = _chars_memo[key] = frozenset(c for c in range(DOMAIN) if rx.fullmatch(chr(c)))
+        hit = _chars_memo[key] = frozenset(c for c in _CODE_POINTS if rx.fullmatch(chr(c)))
     return hit
 
 
@@ -88,7 +92,7 @@ def _class(cps: frozenset[int]) -> str:
     return "[" + "".join(out) + "]"
 
 
-_ANY_RUN = "[\\x{0}-\\x{%x}]*" % (DOMAIN - 1)
+_ANY_RUN = "[\\x{0}-\\x{%x}%s]*" % (DOMAIN - 1, "".join(_lit(ord(c)) for c in PLACEHOLDER_BRACKETS))
 
 
 def _convert(items, flags: int) -> str:
@@ -124,7 +128,7 @@ def _convert(items, flags: int) -> str:
 
 
 def superset_pattern(rx: re.Pattern) -> str:
-    """A Hyperscan expression (UTF-8 mode) that matches every text below DOMAIN that rx matches somewhere."""
+    """A Hyperscan expression (UTF-8 mode) that matches every text of the domain that rx matches somewhere."""
     if not isinstance(rx.pattern, str) or rx.flags & (re.VERBOSE | re.LOCALE):
         raise Unsupported("a bytes, verbose or locale pattern")
     parsed = _parser.parse(rx.pattern, rx.flags)
@@ -179,7 +183,7 @@ def _database(exprs: list[bytes], ids: list[int]) -> tuple[object | None, set[in
 
 
 def _in_domain(text: str) -> bool:
-    return text.isascii() or max(text) < "\u0370"
+    return text.isascii() or max(text) < "\u0370" or _IN_DOMAIN.fullmatch(text) is not None
 
 
 class PatternSet:
