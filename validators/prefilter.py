@@ -12,7 +12,8 @@ left out (which only widens), a back-reference becomes any run of characters, an
 their lower bound only. The character sets are computed over U+0000-U+036F (Latin scripts, their diacritics and
 IPA) and the two brackets the rule sets' masks put around their placeholders (``⟨DATE⟩``: symbols without case, a
 fifth of the plan queries of a rehearsal held one); a text holding any other character is not prefiltered (its
-patterns all run), so no other script's case folding or Unicode version can make the two engines differ. A pattern that cannot be converted always runs.
+patterns all run), so no other script's case folding or Unicode version can make the two engines differ. A pattern
+that cannot be converted always runs.
 Without Hyperscan (not installed; it is an x86-64 Linux dependency) or with ``MASHBILL_PREFILTER=0``, everything
 runs as before.
 """
