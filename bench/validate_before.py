@@ -18,13 +18,11 @@ before_peak_rss_mb= peak_rss_mb= identical= load1=
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,27 +43,21 @@ atexit.register(lambda: sys.stderr.write(f"bench-gc-seconds {_spent[0]:.3f} {_sp
 
 def validate(spec: Path, store: Path, pythonpath: str) -> dict:
     """wall s, CPU s, peak RSS MB, collector s and the report without timings of one validation."""
-    from bench.measured import run_measured
+    from bench.measured import run_measured, validation_findings
     from tests.factory.rehearsal_run import MASHBILL
 
     run = run_measured([MASHBILL, "validate", spec, "--store", store, "--no-write", "-q", "--audit-sample", "20",
                         "--json"], env={**os.environ, "PYTHONPATH": pythonpath}, cwd=tempfile.gettempdir())
     if run.code not in (0, 1):
         raise SystemExit(f"validate {spec.name} --store {store} exited {run.code}: {run.tail(400)}")
-    report = json.loads(run.stdout)
+    report, work = validation_findings(run.stdout)
     gc_s = re.search(r"bench-gc-seconds ([\d.]+)", run.stderr.decode(errors="replace"))
-    report.pop("wall_s")
     report.pop("source")  # the store's path: REV validates a copy
-    span = report.get("span") or {}
-    span.pop("fast_s", None)
-    span.get("audit", {}).pop("wall_s", None)
-    # how the span engine did its work, not what it found: a faster cut policy tokenizes fewer pieces
-    how = {k: span.pop(k) for k in HOW if k in span}
+    # the two revisions' span engines may cut differently (a faster cut policy tokenizes fewer pieces): how, not what
+    how = {"cut_policy_reason": (report.get("span") or {}).pop("cut_policy_reason", None),
+           "pieces_tokenized": work.get("pieces_tokenized")}
     return {"wall": run.wall_s, "cpu": run.cpu_s, "rss": run.peak_mb,
             "gc": float(gc_s.group(1)) if gc_s else float("nan"), "report": report, "how": how}
-
-
-HOW = ("cut_policy_reason", "pieces_tokenized")
 
 
 def main() -> int:

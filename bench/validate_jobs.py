@@ -16,7 +16,6 @@ Last line: records= jobs= wall_1_s= wall_n_s= speedup_wall= cpu_ratio= identical
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -28,20 +27,14 @@ sys.path.insert(0, str(ROOT))
 
 def validate(spec: Path, store: Path, jobs: int) -> tuple[float, float, float, dict]:
     """(wall s, CPU s of the command and its workers, peak RSS MB, the report without timings)."""
-    from bench.measured import run_measured
+    from bench.measured import run_measured, validation_findings
     from tests.factory.rehearsal_run import MASHBILL
 
     run = run_measured([MASHBILL, "validate", spec, "--store", store, "--no-write", "-q", "--audit-sample", "20",
                         "--json", "--jobs", jobs])
     if run.code not in (0, 1):
         raise SystemExit(f"validate {spec.name} --jobs {jobs} exited {run.code}: {run.tail(400)}")
-    report = json.loads(run.stdout)
-    report.pop("wall_s")
-    span = report.get("span") or {}
-    for k in ("fast_s", "pieces_tokenized"):
-        span.pop(k, None)
-    span.get("audit", {}).pop("wall_s", None)
-    return run.wall_s, run.cpu_s, run.peak_mb, report
+    return run.wall_s, run.cpu_s, run.peak_mb, validation_findings(run.stdout)[0]
 
 
 def main() -> int:
