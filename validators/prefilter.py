@@ -184,7 +184,7 @@ def _database(exprs: list[bytes], ids: list[int]) -> tuple[object | None, set[in
 
 
 def _in_domain(text: str) -> bool:
-    return text.isascii() or max(text) < "\u0370" or _IN_DOMAIN.fullmatch(text) is not None
+    return text.isascii() or _IN_DOMAIN.fullmatch(text) is not None
 
 
 class PatternSet:
