@@ -139,7 +139,8 @@ def main() -> int:
     ap.add_argument("--until", default="release", choices=["merge", "validate", "preflight", "release"])
     ap.add_argument("--curator-python", default=str(CURATOR_PY))
     ap.add_argument("--curator-records", type=int, default=20_000, help="records Curator generates (0: skip)")
-    ap.add_argument("--dir", help="work folder (default: a temporary one, removed at the end)")
+    ap.add_argument("--dir", help="folder to make the work folder in, created if missing (default: the system's "
+                                  "temporary folder; the work folder is removed at the end unless --keep)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (its stores, specs and logs) and say where")
     ap.add_argument("--store-memory", metavar="SIZE",
                     help="MASHBILL_STORE_MEMORY for every stage (e.g. 1GB: DuckDB's memory limit for a store "
@@ -148,6 +149,8 @@ def main() -> int:
     if args.store_memory:
         os.environ["MASHBILL_STORE_MEMORY"] = args.store_memory  # every stage's process inherits it
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.records]
+    if args.dir:
+        os.makedirs(args.dir, exist_ok=True)
     with contextlib.ExitStack() as stack:
         if args.keep:
             tmp = tempfile.mkdtemp(prefix="mashbill-scale-", dir=args.dir)
